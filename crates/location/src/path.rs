@@ -200,13 +200,7 @@ impl fmt::Display for ListSelector {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("[")?;
         write_name(f, &self.key_field)?;
-        f.write_str(": ")?;
-        match &self.key_value {
-            KeyValue::Glob => f.write_str("*")?,
-            KeyValue::String(s) => write_name(f, s)?,
-            KeyValue::Integer(n) => write!(f, "{n}")?,
-        }
-        f.write_str("]")
+        write!(f, ": {}]", self.key_value)
     }
 }
 
