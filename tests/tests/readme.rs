@@ -1,7 +1,12 @@
 //! The README's quick-start commands are the ones CI runs.
 
-// Test code: a panic here is a failed test.
-#![allow(clippy::expect_used)]
+// Test code: a panic here is a failed test, not a crash on user input.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic
+)]
 
 use sartor_tests::read_repo_file;
 

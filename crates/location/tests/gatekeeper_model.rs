@@ -8,7 +8,12 @@
 //! the way sartor's nom grammar is, so the two can disagree.
 
 // Test code: a panic here is a failed test, not a crash on user input.
-#![allow(clippy::indexing_slicing, clippy::expect_used)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic
+)]
 
 use proptest::prelude::*;
 use sartor_location::{KeyValue, ListSelector, Node, Path, Reason};

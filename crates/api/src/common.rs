@@ -1,0 +1,106 @@
+//! Spec parts shared by several mutator kinds: pathTests and the value to assign.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// A condition on part of the location, checked before mutating.
+///
+/// Lets a mutator set a default only when a field is missing (`MustNotExist`)
+/// or avoid creating a parent that is not there (`MustExist`). A glob in
+/// `subPath` takes the value it has in the location being mutated.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PathTest {
+    /// A prefix of `location` (or `location` itself), in location syntax.
+    pub sub_path: String,
+    /// What must hold at `subPath` for the mutation to happen.
+    pub condition: Condition,
+}
+
+/// MustExist: mutate only if something is at the subPath; MustNotExist: only if nothing is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+pub enum Condition {
+    /// Something must be at the subPath (an empty object counts).
+    MustExist,
+    /// Nothing may be at the subPath.
+    MustNotExist,
+}
+
+/// Where the assigned value comes from: exactly one of `value`,
+/// `fromMetadata` and `externalData`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schemars(extend("x-kubernetes-validations" = [{
+    "rule": "[has(self.value), has(self.fromMetadata), has(self.externalData)].filter(x, x).size() == 1",
+    "message": "set exactly one of value, fromMetadata and externalData",
+}]))]
+pub struct AssignField {
+    /// A constant to assign: any JSON value (string, number, object, list...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::schema::any_value")]
+    pub value: Option<serde_json::Value>,
+    /// Assign a field of the mutated object's own metadata.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_metadata: Option<FromMetadata>,
+    /// Assign what an external data provider returns (Gatekeeper's
+    /// externaldata; sartor reads it but does not call providers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub external_data: Option<ExternalData>,
+}
+
+/// `assign.fromMetadata`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct FromMetadata {
+    /// Which metadata field provides the value.
+    pub field: MetadataField,
+}
+
+/// The metadata field whose value is assigned: `namespace` (empty for cluster-scoped objects) or `name`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum MetadataField {
+    /// The object's namespace (`""` for cluster-scoped objects).
+    Namespace,
+    /// The object's name.
+    Name,
+}
+
+/// `assign.externalData`: Gatekeeper's external data provider call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ExternalData {
+    /// Name of the provider.
+    pub provider: String,
+    /// What is sent to the provider.
+    #[serde(default)]
+    pub data_source: DataSource,
+    /// What happens when the provider fails.
+    #[serde(default)]
+    pub failure_policy: FailurePolicy,
+    /// Value used when the provider fails and `failurePolicy` is `UseDefault`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default: Option<String>,
+}
+
+/// What is sent to the external data provider: the value at the location, or the requesting user's name.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+pub enum DataSource {
+    /// The value currently at `location`.
+    #[default]
+    ValueAtLocation,
+    /// The username of the admission request.
+    Username,
+}
+
+/// What happens when the external data provider fails: assign `default`, leave the object, or fail.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+pub enum FailurePolicy {
+    /// Assign `default`.
+    UseDefault,
+    /// Leave the object as it is.
+    Ignore,
+    /// Fail the mutation.
+    #[default]
+    Fail,
+}

@@ -1,0 +1,195 @@
+//! sartor's mutator API: the four mutator kinds as Kubernetes custom
+//! resources, the CRDs generated from them, and the loader every reader of
+//! mutator YAML uses.
+//!
+//! ```text
+//!  files / dirs / stdin ──read_documents──▶ Document (origin + JSON value)
+//!                                               │ parse_mutator (apiVersion, kind,
+//!                                               ▼  unknown fields, field paths)
+//!                                          LoadedMutator { origin, MutatorObject }
+//! ```
+//!
+//! sartor serves `mutations.sartor.dev/v1`. The loader also accepts Gatekeeper's
+//! `mutations.gatekeeper.sh` `v1`, `v1beta1` and `v1alpha1` documents unchanged;
+//! the spec is the same. Unknown fields are errors, so a typo such as
+//! `pathTest:` never silently drops a guard.
+
+mod assign;
+mod assign_image;
+mod assign_metadata;
+mod common;
+pub mod crd;
+mod loader;
+mod matching;
+mod modify_set;
+mod schema;
+mod status;
+
+use std::fmt;
+use std::str::FromStr;
+
+pub use assign::{Assign, AssignParameters, AssignSpec};
+pub use assign_image::{AssignImage, AssignImageParameters, AssignImageSpec};
+pub use assign_metadata::{AssignMetadata, AssignMetadataSpec, MetadataParameters};
+pub use common::{
+    AssignField, Condition, DataSource, ExternalData, FailurePolicy, FromMetadata, MetadataField,
+    PathTest,
+};
+pub use loader::{
+    Document, Input, LoadError, Loaded, LoadedMutator, Origin, Problem, load_mutators,
+    parse_mutator, read_documents, read_documents_from_str,
+};
+pub use matching::{
+    ApplyTo, InvalidWildcard, Kinds, LabelSelector, LabelSelectorRequirement, Match, Operation,
+    Scope, SelectorOperator, Source, WILDCARD_PATTERN, Wildcard,
+};
+pub use modify_set::{ModifySet, ModifySetParameters, ModifySetSpec, SetOperation, Values};
+pub use status::{MutatorError, MutatorPodStatus, MutatorStatus};
+
+/// sartor's API group.
+pub const GROUP: &str = "mutations.sartor.dev";
+/// sartor's API version.
+pub const VERSION: &str = "v1";
+/// sartor's `apiVersion`.
+pub const API_VERSION: &str = "mutations.sartor.dev/v1";
+/// Gatekeeper's mutation API group, accepted by every reader.
+pub const GATEKEEPER_GROUP: &str = "mutations.gatekeeper.sh";
+
+/// The four mutator kinds, ordered as their names sort (the order mutators run in).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum MutatorKind {
+    /// [`Assign`].
+    Assign,
+    /// [`AssignImage`].
+    AssignImage,
+    /// [`AssignMetadata`].
+    AssignMetadata,
+    /// [`ModifySet`].
+    ModifySet,
+}
+
+/// A kind name that is not one of the four mutator kinds.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?} is not a mutator kind (Assign, AssignImage, AssignMetadata, ModifySet)")]
+pub struct UnknownKind(pub String);
+
+impl MutatorKind {
+    /// Every kind, in order.
+    pub const ALL: [MutatorKind; 4] = [
+        MutatorKind::Assign,
+        MutatorKind::AssignImage,
+        MutatorKind::AssignMetadata,
+        MutatorKind::ModifySet,
+    ];
+
+    /// The kind's name, as in `kind:`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MutatorKind::Assign => "Assign",
+            MutatorKind::AssignImage => "AssignImage",
+            MutatorKind::AssignMetadata => "AssignMetadata",
+            MutatorKind::ModifySet => "ModifySet",
+        }
+    }
+
+    /// The Gatekeeper versions that serve this kind: AssignImage exists only
+    /// in `v1alpha1`, the others in `v1`, `v1beta1` and `v1alpha1`.
+    pub fn gatekeeper_versions(self) -> &'static [&'static str] {
+        match self {
+            MutatorKind::AssignImage => &["v1alpha1"],
+            _ => &["v1", "v1beta1", "v1alpha1"],
+        }
+    }
+}
+
+impl fmt::Display for MutatorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for MutatorKind {
+    type Err = UnknownKind;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        MutatorKind::ALL
+            .into_iter()
+            .find(|k| k.as_str() == s)
+            .ok_or_else(|| UnknownKind(s.to_string()))
+    }
+}
+
+/// A mutator of any kind, as read from the API or a file.
+#[derive(Debug, Clone, PartialEq)]
+pub enum MutatorObject {
+    /// An [`Assign`].
+    Assign(Assign),
+    /// An [`AssignImage`].
+    AssignImage(AssignImage),
+    /// An [`AssignMetadata`].
+    AssignMetadata(AssignMetadata),
+    /// A [`ModifySet`].
+    ModifySet(ModifySet),
+}
+
+impl MutatorObject {
+    /// The kind.
+    pub fn kind(&self) -> MutatorKind {
+        match self {
+            MutatorObject::Assign(_) => MutatorKind::Assign,
+            MutatorObject::AssignImage(_) => MutatorKind::AssignImage,
+            MutatorObject::AssignMetadata(_) => MutatorKind::AssignMetadata,
+            MutatorObject::ModifySet(_) => MutatorKind::ModifySet,
+        }
+    }
+
+    /// The object's metadata.
+    pub fn metadata(&self) -> &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+        match self {
+            MutatorObject::Assign(m) => &m.metadata,
+            MutatorObject::AssignImage(m) => &m.metadata,
+            MutatorObject::AssignMetadata(m) => &m.metadata,
+            MutatorObject::ModifySet(m) => &m.metadata,
+        }
+    }
+
+    /// `metadata.name`, or `""` when unset (the loader rejects that).
+    pub fn name(&self) -> &str {
+        self.metadata().name.as_deref().unwrap_or_default()
+    }
+
+    /// `spec.location`.
+    pub fn location(&self) -> &str {
+        match self {
+            MutatorObject::Assign(m) => &m.spec.location,
+            MutatorObject::AssignImage(m) => &m.spec.location,
+            MutatorObject::AssignMetadata(m) => &m.spec.location,
+            MutatorObject::ModifySet(m) => &m.spec.location,
+        }
+    }
+
+    /// The object as JSON, with sartor's `apiVersion`.
+    ///
+    /// # Errors
+    /// Serialization errors (none are expected for these types).
+    pub fn to_value(&self) -> Result<serde_json::Value, serde_json::Error> {
+        match self {
+            MutatorObject::Assign(m) => serde_json::to_value(m),
+            MutatorObject::AssignImage(m) => serde_json::to_value(m),
+            MutatorObject::AssignMetadata(m) => serde_json::to_value(m),
+            MutatorObject::ModifySet(m) => serde_json::to_value(m),
+        }
+    }
+}
+
+impl fmt::Display for MutatorObject {
+    /// `Kind name`, the way errors name a mutator.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.kind(), self.name())
+    }
+}
+
+/// Serde helper: skip a field equal to its default.
+pub(crate) fn is_default<T: Default + PartialEq>(value: &T) -> bool {
+    *value == T::default()
+}

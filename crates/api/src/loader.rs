@@ -1,0 +1,502 @@
+//! Reading mutators (and any Kubernetes objects) from files, directories and stdin.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::{
+    API_VERSION, Assign, AssignImage, AssignMetadata, GATEKEEPER_GROUP, GROUP, ModifySet,
+    MutatorKind, MutatorObject, VERSION,
+};
+
+/// Where documents come from: a file or directory, or standard input (`-`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Input {
+    /// A file (multi-document YAML or JSON) or a directory, read recursively.
+    Path(PathBuf),
+    /// Standard input, read as YAML (which covers JSON).
+    Stdin,
+}
+
+/// Where a document was found: file, document number (from 1, counting empty
+/// documents) and, for an item of a `List`, the item number (from 1).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Origin {
+    /// The file as given or found (`<stdin>` for standard input).
+    pub file: String,
+    /// The document's position in the file, from 1; `None` for the file itself.
+    pub document: Option<usize>,
+    /// The item's position in a `List` document, from 1.
+    pub item: Option<usize>,
+}
+
+/// One object read from an input, before it is interpreted.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Document {
+    /// Where it was read.
+    pub origin: Origin,
+    /// The object.
+    pub value: Value,
+}
+
+/// A mutator read and checked by [`parse_mutator`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadedMutator {
+    /// Where it was read.
+    pub origin: Origin,
+    /// The `apiVersion` as written (sartor's or Gatekeeper's).
+    pub api_version: String,
+    /// The mutator.
+    pub object: MutatorObject,
+}
+
+/// Everything [`load_mutators`] read: the mutators that loaded and every problem found.
+#[derive(Debug, Default)]
+pub struct Loaded {
+    /// Mutators in input order.
+    pub mutators: Vec<LoadedMutator>,
+    /// Problems in input order; a document with a problem yields no mutator.
+    pub errors: Vec<LoadError>,
+}
+
+/// A problem with an input, naming where it is and, when known, which mutator.
+#[derive(Debug, thiserror::Error)]
+pub struct LoadError {
+    /// Where the problem is.
+    pub origin: Origin,
+    /// `Kind name` of the document, when it could be read.
+    pub subject: Option<String>,
+    /// What is wrong (boxed: errors travel in `Result`s on the success path).
+    #[source]
+    pub problem: Box<Problem>,
+}
+
+/// What is wrong with an input.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Problem {
+    /// The file or directory could not be read.
+    #[error("cannot read: {0}")]
+    Io(#[from] std::io::Error),
+    /// The YAML does not parse.
+    #[error("invalid YAML: {0}")]
+    Yaml(#[from] serde_yaml::Error),
+    /// The JSON does not parse.
+    #[error("invalid JSON: {0}")]
+    Json(#[from] serde_json::Error),
+    /// The document is a scalar or a list, not an object.
+    #[error("expected a Kubernetes object, found {0}")]
+    NotAnObject(&'static str),
+    /// A required top-level field is missing or not a string.
+    #[error("{0}: missing or not a string")]
+    MissingField(&'static str),
+    /// The document is some other kind of object.
+    #[error(
+        "{kind} ({api_version}) is not a mutator: expected Assign, AssignImage, AssignMetadata or ModifySet in {API_VERSION} or {GATEKEEPER_GROUP}/v1, v1beta1, v1alpha1"
+    )]
+    NotAMutator {
+        /// The document's `apiVersion`.
+        api_version: String,
+        /// The document's `kind`.
+        kind: String,
+    },
+    /// A mutator kind under an apiVersion that does not serve it.
+    #[error("apiVersion {api_version} does not serve {kind}: use {}", supported.join(" or "))]
+    UnsupportedVersion {
+        /// The document's `apiVersion`.
+        api_version: String,
+        /// The kind.
+        kind: MutatorKind,
+        /// The apiVersions that serve the kind.
+        supported: Vec<String>,
+    },
+    /// A field does not fit the schema: unknown, missing, of the wrong type.
+    #[error("{path}: {message}")]
+    Invalid {
+        /// The field, e.g. `spec.parameters.pathTest`.
+        path: String,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// Another document defines a mutator of the same kind and name.
+    #[error(
+        "also defined at {0}; a kind and name can be defined once (sartor's and Gatekeeper's groups count as one)"
+    )]
+    Duplicate(Origin),
+}
+
+// === impl Input ===
+
+impl Input {
+    /// `-` is standard input; anything else a path.
+    pub fn from_arg(arg: &str) -> Input {
+        if arg == "-" {
+            Input::Stdin
+        } else {
+            Input::Path(PathBuf::from(arg))
+        }
+    }
+}
+
+impl fmt::Display for Input {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Input::Path(p) => write!(f, "{}", p.display()),
+            Input::Stdin => f.write_str(STDIN),
+        }
+    }
+}
+
+const STDIN: &str = "<stdin>";
+
+// === impl Origin ===
+
+impl Origin {
+    fn file(file: impl Into<String>) -> Origin {
+        Origin {
+            file: file.into(),
+            document: None,
+            item: None,
+        }
+    }
+
+    fn document(&self, document: usize) -> Origin {
+        Origin {
+            document: Some(document),
+            ..self.clone()
+        }
+    }
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.file)?;
+        if let Some(document) = self.document {
+            write!(f, ": document {document}")?;
+        }
+        if let Some(item) = self.item {
+            write!(f, ", item {item}")?;
+        }
+        Ok(())
+    }
+}
+
+// === impl LoadError ===
+
+impl LoadError {
+    fn new(origin: Origin, problem: impl Into<Problem>) -> LoadError {
+        LoadError {
+            origin,
+            subject: None,
+            problem: Box::new(problem.into()),
+        }
+    }
+}
+
+impl fmt::Display for LoadError {
+    /// `file: document N (Kind name): problem`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.origin)?;
+        if let Some(subject) = &self.subject {
+            write!(f, " ({subject})")?;
+        }
+        write!(f, ": {}", self.problem)
+    }
+}
+
+// === reading documents ===
+
+/// Reads every document of every input, in order.
+///
+/// A directory is read recursively: its `*.yaml`, `*.yml` and `*.json` files
+/// in byte order of their paths, skipping entries whose name starts with `.`
+/// and not following symbolic links to directories. A file named directly is
+/// read whatever its extension: as JSON if it ends in `.json`, else as YAML.
+/// Empty documents are skipped; a `List` (as `kubectl get -o yaml` prints) is
+/// read as its items.
+///
+/// Problems do not stop the reading: they are returned with the documents read.
+pub fn read_documents(inputs: &[Input]) -> (Vec<Document>, Vec<LoadError>) {
+    let mut documents = Vec::new();
+    let mut errors = Vec::new();
+    for input in inputs {
+        match input {
+            Input::Stdin => {
+                let mut text = String::new();
+                match std::io::stdin().read_to_string(&mut text) {
+                    Ok(_) => {
+                        let (docs, errs) = read_documents_from_str(STDIN, &text, false);
+                        documents.extend(docs);
+                        errors.extend(errs);
+                    }
+                    Err(e) => errors.push(LoadError::new(Origin::file(STDIN), e)),
+                }
+            }
+            Input::Path(path) => {
+                let mut files = Vec::new();
+                if let Err(e) = collect_files(path, true, &mut files) {
+                    errors.push(e);
+                }
+                for file in files {
+                    let name = file.display().to_string();
+                    match std::fs::read_to_string(&file) {
+                        Ok(text) => {
+                            let (docs, errs) = read_documents_from_str(
+                                &name,
+                                &text,
+                                has_extension(&file, &["json"]),
+                            );
+                            documents.extend(docs);
+                            errors.extend(errs);
+                        }
+                        Err(e) => errors.push(LoadError::new(Origin::file(name), e)),
+                    }
+                }
+            }
+        }
+    }
+    (documents, errors)
+}
+
+/// Appends `path` (a file) or the mutator files below it (a directory) to `out`.
+fn collect_files(path: &Path, named: bool, out: &mut Vec<PathBuf>) -> Result<(), LoadError> {
+    let metadata = std::fs::metadata(path)
+        .map_err(|e| LoadError::new(Origin::file(path.display().to_string()), e))?;
+    if !metadata.is_dir() {
+        if named || has_extension(path, &["yaml", "yml", "json"]) {
+            out.push(path.to_path_buf());
+        }
+        return Ok(());
+    }
+    if !named && std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Ok(());
+    }
+    let entries = std::fs::read_dir(path)
+        .and_then(|entries| {
+            entries
+                .map(|e| e.map(|e| e.path()))
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .map_err(|e| LoadError::new(Origin::file(path.display().to_string()), e))?;
+    let mut entries: Vec<PathBuf> = entries
+        .into_iter()
+        .filter(|p| {
+            !p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with('.'))
+        })
+        .collect();
+    entries.sort();
+    for entry in entries {
+        collect_files(&entry, false, out)?;
+    }
+    Ok(())
+}
+
+fn has_extension(path: &Path, extensions: &[&str]) -> bool {
+    path.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| extensions.iter().any(|x| e.eq_ignore_ascii_case(x)))
+}
+
+/// Reads the documents of one file's text; `file` names it in origins.
+/// `json` selects a JSON stream instead of multi-document YAML.
+pub fn read_documents_from_str(
+    file: &str,
+    text: &str,
+    json: bool,
+) -> (Vec<Document>, Vec<LoadError>) {
+    let origin = Origin::file(file);
+    let mut documents = Vec::new();
+    let mut errors = Vec::new();
+    let mut push = |index: usize, value: Value| {
+        let origin = origin.document(index);
+        match list_items(&value) {
+            Some(items) => documents.extend(items.iter().enumerate().map(|(i, item)| Document {
+                origin: Origin {
+                    item: Some(i + 1),
+                    ..origin.clone()
+                },
+                value: item.clone(),
+            })),
+            None if value.is_null() => {}
+            None => documents.push(Document { origin, value }),
+        }
+    };
+    if json {
+        for (i, value) in serde_json::Deserializer::from_str(text)
+            .into_iter::<Value>()
+            .enumerate()
+        {
+            match value {
+                Ok(value) => push(i + 1, value),
+                Err(e) => {
+                    errors.push(LoadError::new(origin.document(i + 1), e));
+                    break;
+                }
+            }
+        }
+    } else {
+        for (i, document) in serde_yaml::Deserializer::from_str(text).enumerate() {
+            match Value::deserialize(document) {
+                Ok(value) => push(i + 1, value),
+                Err(e) => {
+                    errors.push(LoadError::new(origin.document(i + 1), e));
+                    break;
+                }
+            }
+        }
+    }
+    (documents, errors)
+}
+
+/// The items of a `List` document (`kind: List`, or `kind: <Kind>List` with `items`).
+fn list_items(value: &Value) -> Option<&Vec<Value>> {
+    let kind = value.get("kind")?.as_str()?;
+    if !kind.ends_with("List") {
+        return None;
+    }
+    value.get("items")?.as_array()
+}
+
+// === interpreting mutators ===
+
+/// Reads every input and interprets every document as a mutator.
+///
+/// Every problem is collected, not just the first: unreadable files, invalid
+/// YAML, documents that are not mutators, invalid fields, and a kind/name
+/// defined twice.
+pub fn load_mutators(inputs: &[Input]) -> Loaded {
+    let (documents, mut errors) = read_documents(inputs);
+    let mut mutators: Vec<LoadedMutator> = Vec::new();
+    let mut seen: HashMap<(MutatorKind, String), Origin> = HashMap::new();
+    for document in &documents {
+        match parse_mutator(document) {
+            Ok(loaded) => {
+                let key = (loaded.object.kind(), loaded.object.name().to_string());
+                if let Some(first) = seen.get(&key) {
+                    errors.push(LoadError {
+                        origin: loaded.origin.clone(),
+                        subject: Some(loaded.object.to_string()),
+                        problem: Box::new(Problem::Duplicate(first.clone())),
+                    });
+                } else {
+                    seen.insert(key, loaded.origin.clone());
+                    mutators.push(loaded);
+                }
+            }
+            Err(e) => errors.push(e),
+        }
+    }
+    Loaded { mutators, errors }
+}
+
+/// Interprets one document as a mutator of sartor's or Gatekeeper's API.
+///
+/// # Errors
+/// A [`LoadError`] naming the document, the mutator when its kind and name
+/// are readable, and the field at fault.
+pub fn parse_mutator(document: &Document) -> Result<LoadedMutator, LoadError> {
+    let fail = |subject: Option<String>, problem: Problem| LoadError {
+        origin: document.origin.clone(),
+        subject,
+        problem: Box::new(problem),
+    };
+    let Some(object) = document.value.as_object() else {
+        return Err(fail(None, Problem::NotAnObject(json_type(&document.value))));
+    };
+    let text = |field: &str| object.get(field).and_then(Value::as_str);
+    let kind_name = text("kind");
+    let name = object
+        .get("metadata")
+        .and_then(|m| m.get("name"))
+        .and_then(Value::as_str);
+    let subject = kind_name.map(|k| match name {
+        Some(n) => format!("{k} {n}"),
+        None => k.to_string(),
+    });
+    let Some(api_version) = text("apiVersion") else {
+        return Err(fail(subject, Problem::MissingField("apiVersion")));
+    };
+    let Some(kind_name) = kind_name else {
+        return Err(fail(subject, Problem::MissingField("kind")));
+    };
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    let kind = match kind_name.parse::<MutatorKind>() {
+        Ok(kind) if group == GROUP || group == GATEKEEPER_GROUP => kind,
+        _ => {
+            return Err(fail(
+                subject,
+                Problem::NotAMutator {
+                    api_version: api_version.to_string(),
+                    kind: kind_name.to_string(),
+                },
+            ));
+        }
+    };
+    let served = if group == GROUP {
+        version == VERSION
+    } else {
+        kind.gatekeeper_versions().contains(&version)
+    };
+    if !served {
+        let mut supported = vec![API_VERSION.to_string()];
+        supported.extend(
+            kind.gatekeeper_versions()
+                .iter()
+                .map(|v| format!("{GATEKEEPER_GROUP}/{v}")),
+        );
+        return Err(fail(
+            subject,
+            Problem::UnsupportedVersion {
+                api_version: api_version.to_string(),
+                kind,
+                supported,
+            },
+        ));
+    }
+    if name.is_none_or(str::is_empty) {
+        return Err(fail(subject, Problem::MissingField("metadata.name")));
+    }
+    let object = typed(kind, &document.value).map_err(|e| fail(subject, e))?;
+    Ok(LoadedMutator {
+        origin: document.origin.clone(),
+        api_version: api_version.to_string(),
+        object,
+    })
+}
+
+fn typed(kind: MutatorKind, value: &Value) -> Result<MutatorObject, Problem> {
+    Ok(match kind {
+        MutatorKind::Assign => MutatorObject::Assign(deserialize::<Assign>(value)?),
+        MutatorKind::AssignImage => MutatorObject::AssignImage(deserialize::<AssignImage>(value)?),
+        MutatorKind::AssignMetadata => {
+            MutatorObject::AssignMetadata(deserialize::<AssignMetadata>(value)?)
+        }
+        MutatorKind::ModifySet => MutatorObject::ModifySet(deserialize::<ModifySet>(value)?),
+    })
+}
+
+fn deserialize<T: serde::de::DeserializeOwned>(value: &Value) -> Result<T, Problem> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        Problem::Invalid {
+            path: if path == "." { "(object)".into() } else { path },
+            message: e.into_inner().to_string(),
+        }
+    })
+}
+
+fn json_type(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
