@@ -37,7 +37,8 @@ pub use common::{
 };
 pub use loader::{
     Document, Input, LoadError, Loaded, LoadedMutator, Origin, Problem, load_mutators,
-    parse_mutator, read_documents, read_documents_from_str,
+    mutators_from_documents, parse_mutator, read_documents, read_documents_from_str,
+    read_documents_with_stdin,
 };
 pub use matching::{
     ApplyTo, InvalidWildcard, Kinds, LabelSelector, LabelSelectorRequirement, Match, Operation,

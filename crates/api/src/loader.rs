@@ -221,13 +221,22 @@ impl fmt::Display for LoadError {
 ///
 /// Problems do not stop the reading: they are returned with the documents read.
 pub fn read_documents(inputs: &[Input]) -> (Vec<Document>, Vec<LoadError>) {
+    read_documents_with_stdin(inputs, &mut std::io::stdin().lock())
+}
+
+/// [`read_documents`], reading [`Input::Stdin`] from `stdin` (once: a second
+/// `-` finds it empty).
+pub fn read_documents_with_stdin(
+    inputs: &[Input],
+    stdin: &mut dyn Read,
+) -> (Vec<Document>, Vec<LoadError>) {
     let mut documents = Vec::new();
     let mut errors = Vec::new();
     for input in inputs {
         match input {
             Input::Stdin => {
                 let mut text = String::new();
-                match std::io::stdin().read_to_string(&mut text) {
+                match stdin.read_to_string(&mut text) {
                     Ok(_) => {
                         let (docs, errs) = read_documents_from_str(STDIN, &text, false);
                         documents.extend(docs);
@@ -370,10 +379,16 @@ fn list_items(value: &Value) -> Option<&Vec<Value>> {
 /// YAML, documents that are not mutators, invalid fields, and a kind/name
 /// defined twice.
 pub fn load_mutators(inputs: &[Input]) -> Loaded {
-    let (documents, mut errors) = read_documents(inputs);
+    let (documents, errors) = read_documents(inputs);
+    mutators_from_documents(&documents, errors)
+}
+
+/// Interprets documents already read as mutators, adding to `errors` (the
+/// problems met reading them) those of interpretation and duplicates.
+pub fn mutators_from_documents(documents: &[Document], mut errors: Vec<LoadError>) -> Loaded {
     let mut mutators: Vec<LoadedMutator> = Vec::new();
     let mut seen: HashMap<(MutatorKind, String), Origin> = HashMap::new();
-    for document in &documents {
+    for document in documents {
         match parse_mutator(document) {
             Ok(loaded) => {
                 let key = (loaded.object.kind(), loaded.object.name().to_string());

@@ -393,3 +393,25 @@ fn kinds_sort_as_their_names() {
         r#""Modifyset" is not a mutator kind (Assign, AssignImage, AssignMetadata, ModifySet)"#
     );
 }
+
+#[test]
+fn stdin_is_read_as_yaml_among_other_inputs() {
+    let mut stdin = std::io::Cursor::new(
+        "apiVersion: mutations.sartor.dev/v1\nkind: Assign\nmetadata: {name: from-stdin}\n\
+         spec: {location: spec.x, parameters: {assign: {value: 1}}}\n",
+    );
+    let inputs = [
+        Input::from_arg("-"),
+        Input::from_arg(fixtures().join("tree/10-first.yaml").to_str().unwrap()),
+    ];
+    let (documents, errors) = sartor_api::read_documents_with_stdin(&inputs, &mut stdin);
+    let loaded = sartor_api::mutators_from_documents(&documents, errors);
+    assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
+    let read: Vec<String> = loaded
+        .mutators
+        .iter()
+        .map(|m| format!("{}: {}", m.origin.document.unwrap(), m.object))
+        .collect();
+    assert_eq!(read, ["1: Assign from-stdin", "1: Assign default-priority"]);
+    assert_eq!(loaded.mutators[0].origin.file, "<stdin>");
+}
