@@ -1,0 +1,704 @@
+//! The walk every mutator kind shares: follow a location through an object,
+//! check pathTests on the way, create what is missing, and let the kind's
+//! [`Setter`] make the final change.
+//!
+//! The rules are Gatekeeper's (`pkg/mutation/mutators/core/mutation_function.go`):
+//! - a missing field is created as `{}` (or `[]` when a list selector follows);
+//! - `[key: value]` visits every element whose key equals the value (a string
+//!   never equals a number) and, when there is none, appends `{key: value}`;
+//! - `[key: *]` visits every element, even those without the key, and never
+//!   creates one;
+//! - anything created is attached only if the walk below it changed something,
+//!   so a pathTest that fails deep down leaves no half-created parents;
+//! - a field that is present counts as existing even when it is `null`.
+
+use std::fmt;
+
+use sartor_location::{KeyValue, ListSelector, Node, Path, PathTests};
+use serde_json::{Map, Value};
+
+/// How one mutator kind changes the value at the end of its location.
+pub trait Setter {
+    /// Sets `key` in `object`; the location ends at this field.
+    ///
+    /// # Errors
+    /// A [`SetError`] when the existing value cannot take the change.
+    fn set_value(&self, object: &mut Map<String, Value>, key: &str) -> Result<(), SetError>;
+
+    /// The element to put in a keyed list when the location ends at
+    /// `[key: value]`. Kinds that cannot end at a list element keep the default.
+    ///
+    /// # Errors
+    /// [`SetError::KeyedListUnsupported`] by default.
+    fn keyed_list_value(&self) -> Result<Map<String, Value>, SetError> {
+        Err(SetError::KeyedListUnsupported)
+    }
+}
+
+/// Why a setter could not set its value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SetError {
+    /// This kind cannot end its location at a keyed-list element.
+    #[error("this mutator kind cannot set a keyed-list element")]
+    KeyedListUnsupported,
+    /// The value to put in a keyed list is not an object.
+    #[error("the value for a keyed-list element must be an object, got {0}")]
+    NotAnObjectValue(&'static str),
+    /// Any other kind-specific reason.
+    #[error("{0}")]
+    Other(String),
+}
+
+/// Why the walk stopped with an error (the object may be partly changed; the
+/// caller discards it).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum WalkError {
+    /// An object was needed to look up a field.
+    #[error("{at} is {found}, not an object")]
+    NotAnObject {
+        /// The location prefix holding the value.
+        at: Place,
+        /// What it holds.
+        found: &'static str,
+    },
+    /// A list was needed for a list selector.
+    #[error("{at} is {found}, not a list")]
+    NotAList {
+        /// The location prefix holding the value.
+        at: Place,
+        /// What it holds.
+        found: &'static str,
+    },
+    /// A location ending in `[key: *]`: there is no single element to set.
+    #[error("{at}: a location cannot end in a glob")]
+    GlobAtEnd {
+        /// The location.
+        at: Place,
+    },
+    /// The element replacing a keyed-list element has a different key.
+    #[error("{at}: the new element must keep {key}: {value}")]
+    KeyChanged {
+        /// The location.
+        at: Place,
+        /// The key field.
+        key: String,
+        /// The key value it must keep.
+        value: String,
+    },
+    /// The setter refused.
+    #[error("{at}: {source}")]
+    Set {
+        /// The location.
+        at: Place,
+        /// Why.
+        #[source]
+        source: SetError,
+    },
+}
+
+/// A place in the object named by a prefix of the location; the root when empty.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Place(Option<Path>);
+
+impl fmt::Display for Place {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.0 {
+            Some(path) => write!(f, "{path}"),
+            None => f.write_str("the object"),
+        }
+    }
+}
+
+/// Walks `location` through `object`, honouring `tests`, and lets `setter`
+/// change the value at its end. Returns whether the setter ran (Gatekeeper's
+/// "mutated": the value may be the same as before).
+///
+/// # Errors
+/// A [`WalkError`] naming the place where the object does not fit the location.
+pub fn mutate(
+    location: &Path,
+    tests: &PathTests,
+    setter: &dyn Setter,
+    object: &mut Value,
+) -> Result<bool, WalkError> {
+    Walk {
+        location,
+        tests,
+        setter,
+    }
+    .step(object, 0)
+}
+
+struct Walk<'a> {
+    location: &'a Path,
+    tests: &'a PathTests,
+    setter: &'a dyn Setter,
+}
+
+impl Walk<'_> {
+    fn step(&self, current: &mut Value, depth: usize) -> Result<bool, WalkError> {
+        let Some(node) = self.location.nodes().get(depth) else {
+            return Ok(false);
+        };
+        let last = depth + 1 == self.location.len();
+        match node {
+            Node::Field(name) => {
+                let Value::Object(map) = current else {
+                    return Err(WalkError::NotAnObject {
+                        at: self.place(depth),
+                        found: kind_of(current),
+                    });
+                };
+                let exists = map.contains_key(name);
+                if (exists && !self.tests.exists_ok(depth))
+                    || (!exists && !self.tests.missing_ok(depth))
+                {
+                    return Ok(false);
+                }
+                if last {
+                    self.setter
+                        .set_value(map, name)
+                        .map_err(|source| WalkError::Set {
+                            at: self.place(depth + 1),
+                            source,
+                        })?;
+                    return Ok(true);
+                }
+                if let Some(next) = map.get_mut(name) {
+                    return self.step(next, depth + 1);
+                }
+                let mut next = self.missing(depth);
+                let mutated = self.step(&mut next, depth + 1)?;
+                if mutated {
+                    map.insert(name.clone(), next);
+                }
+                Ok(mutated)
+            }
+            Node::List(selector) => {
+                let Value::Array(list) = current else {
+                    return Err(WalkError::NotAList {
+                        at: self.place(depth),
+                        found: kind_of(current),
+                    });
+                };
+                if last {
+                    return self.set_element(list, selector, depth);
+                }
+                if selector.key_value == KeyValue::Glob {
+                    if !self.tests.exists_ok(depth) {
+                        return Ok(false);
+                    }
+                    let mut mutated = false;
+                    for element in list.iter_mut() {
+                        mutated |= self.step(element, depth + 1)?;
+                    }
+                    return Ok(mutated);
+                }
+                let mut mutated = false;
+                let mut found = false;
+                for element in list.iter_mut() {
+                    if key_matches(element, selector) {
+                        if !self.tests.exists_ok(depth) {
+                            return Ok(false);
+                        }
+                        mutated |= self.step(element, depth + 1)?;
+                        found = true;
+                    }
+                }
+                if !found {
+                    if !self.tests.missing_ok(depth) {
+                        return Ok(false);
+                    }
+                    let mut next = self.missing(depth);
+                    if self.step(&mut next, depth + 1)? {
+                        list.push(next);
+                        mutated = true;
+                    }
+                }
+                Ok(mutated)
+            }
+        }
+    }
+
+    /// The location ends at `[key: value]`: replace the first matching element
+    /// with the setter's element, or append it.
+    fn set_element(
+        &self,
+        list: &mut Vec<Value>,
+        selector: &ListSelector,
+        depth: usize,
+    ) -> Result<bool, WalkError> {
+        let at = || self.place(depth + 1);
+        if selector.key_value == KeyValue::Glob {
+            return Err(WalkError::GlobAtEnd { at: at() });
+        }
+        let element = self
+            .setter
+            .keyed_list_value()
+            .map_err(|source| WalkError::Set { at: at(), source })?;
+        for existing in list.iter_mut() {
+            if !existing.is_object() {
+                return Err(WalkError::NotAnObject {
+                    at: at(),
+                    found: kind_of(existing),
+                });
+            }
+            if key_matches(existing, selector) {
+                if !element
+                    .get(&selector.key_field)
+                    .is_some_and(|v| value_equals(v, &selector.key_value))
+                {
+                    return Err(WalkError::KeyChanged {
+                        at: at(),
+                        key: selector.key_field.clone(),
+                        value: selector.key_value.to_string(),
+                    });
+                }
+                if !self.tests.exists_ok(depth) {
+                    return Ok(false);
+                }
+                *existing = Value::Object(element);
+                return Ok(true);
+            }
+        }
+        if !self.tests.missing_ok(depth) {
+            return Ok(false);
+        }
+        list.push(Value::Object(element));
+        Ok(true)
+    }
+
+    /// What to create for the missing node at `depth`: `{}` or `[]` depending
+    /// on the node after it, seeded with the key when `depth` is a list selector.
+    fn missing(&self, depth: usize) -> Value {
+        let nodes = self.location.nodes();
+        if let Some(Node::List(selector)) = nodes.get(depth) {
+            let mut element = Map::new();
+            element.insert(
+                selector.key_field.clone(),
+                key_value_json(&selector.key_value),
+            );
+            return Value::Object(element);
+        }
+        match nodes.get(depth + 1) {
+            Some(Node::List(_)) => Value::Array(Vec::new()),
+            _ => Value::Object(Map::new()),
+        }
+    }
+
+    fn place(&self, len: usize) -> Place {
+        Place(self.location.prefix(len))
+    }
+}
+
+/// Whether `element` is an object whose key field equals the selector's value.
+fn key_matches(element: &Value, selector: &ListSelector) -> bool {
+    element
+        .get(&selector.key_field)
+        .is_some_and(|v| value_equals(v, &selector.key_value))
+}
+
+/// Gatekeeper compares with Go `==` on decoded JSON: strings with strings,
+/// integers with integers; a float never equals an integer key.
+fn value_equals(value: &Value, key_value: &KeyValue) -> bool {
+    match key_value {
+        KeyValue::String(s) => value.as_str() == Some(s.as_str()),
+        KeyValue::Integer(n) => match value {
+            Value::Number(number) => number.as_i64() == Some(*n),
+            _ => false,
+        },
+        KeyValue::Glob => false,
+    }
+}
+
+fn key_value_json(key_value: &KeyValue) -> Value {
+    match key_value {
+        KeyValue::String(s) => Value::String(s.clone()),
+        KeyValue::Integer(n) => Value::from(*n),
+        KeyValue::Glob => Value::Null,
+    }
+}
+
+/// "a string", "a list"... for messages.
+pub fn kind_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sartor_location::{Condition, PathTest};
+    use serde_json::json;
+
+    /// Sets a constant, like Assign's `value`.
+    struct Constant(Value);
+
+    impl Setter for Constant {
+        fn set_value(&self, object: &mut Map<String, Value>, key: &str) -> Result<(), SetError> {
+            object.insert(key.to_string(), self.0.clone());
+            Ok(())
+        }
+
+        fn keyed_list_value(&self) -> Result<Map<String, Value>, SetError> {
+            match &self.0 {
+                Value::Object(map) => Ok(map.clone()),
+                other => Err(SetError::NotAnObjectValue(kind_of(other))),
+            }
+        }
+    }
+
+    /// Can only set fields, like ModifySet.
+    struct FieldsOnly;
+
+    impl Setter for FieldsOnly {
+        fn set_value(&self, object: &mut Map<String, Value>, key: &str) -> Result<(), SetError> {
+            object.insert(key.to_string(), json!([]));
+            Ok(())
+        }
+    }
+
+    fn run(
+        location: &str,
+        tests: &[(&str, Condition)],
+        value: Value,
+        mut object: Value,
+    ) -> (Result<bool, String>, Value) {
+        let location = Path::parse(location).unwrap();
+        let tests: Vec<PathTest> = tests
+            .iter()
+            .map(|(sub_path, condition)| PathTest {
+                sub_path: Path::parse(sub_path).unwrap(),
+                condition: *condition,
+            })
+            .collect();
+        let tests = PathTests::new(&location, &tests).unwrap();
+        let result =
+            mutate(&location, &tests, &Constant(value), &mut object).map_err(|e| e.to_string());
+        (result, object)
+    }
+
+    #[test]
+    fn creates_missing_parents() {
+        assert_eq!(
+            run("spec.a.b", &[], json!(1), json!({"kind": "X"})),
+            (Ok(true), json!({"kind": "X", "spec": {"a": {"b": 1}}}))
+        );
+        assert_eq!(
+            run(
+                "spec.containers[name: foo].image",
+                &[],
+                json!("nginx"),
+                json!({})
+            ),
+            (
+                Ok(true),
+                json!({"spec": {"containers": [{"name": "foo", "image": "nginx"}]}})
+            )
+        );
+    }
+
+    #[test]
+    fn a_keyed_selector_sets_every_match_or_appends() {
+        let pod = json!({"spec": {"containers": [
+            {"name": "foo", "image": "a"},
+            {"name": "bar", "image": "b"},
+            {"name": "foo", "image": "c"},
+        ]}});
+        assert_eq!(
+            run(
+                "spec.containers[name: foo].image",
+                &[],
+                json!("x"),
+                pod.clone()
+            ),
+            (
+                Ok(true),
+                json!({"spec": {"containers": [
+                    {"name": "foo", "image": "x"},
+                    {"name": "bar", "image": "b"},
+                    {"name": "foo", "image": "x"},
+                ]}})
+            )
+        );
+        assert_eq!(
+            run("spec.containers[name: baz].image", &[], json!("x"), pod),
+            (
+                Ok(true),
+                json!({"spec": {"containers": [
+                    {"name": "foo", "image": "a"},
+                    {"name": "bar", "image": "b"},
+                    {"name": "foo", "image": "c"},
+                    {"name": "baz", "image": "x"},
+                ]}})
+            )
+        );
+    }
+
+    #[test]
+    fn integer_keys_match_numbers_only() {
+        let ports = json!({"ports": [{"port": 80}, {"port": "80"}, {"port": 80.0}]});
+        assert_eq!(
+            run("ports[port: 80].open", &[], json!(true), ports.clone()),
+            (
+                Ok(true),
+                json!({"ports": [{"port": 80, "open": true}, {"port": "80"}, {"port": 80.0}]})
+            )
+        );
+        assert_eq!(
+            run(r#"ports[port: "80"].open"#, &[], json!(true), ports),
+            (
+                Ok(true),
+                json!({"ports": [{"port": 80}, {"port": "80", "open": true}, {"port": 80.0}]})
+            )
+        );
+    }
+
+    #[test]
+    fn a_glob_visits_every_element_and_creates_none() {
+        assert_eq!(
+            run(
+                "spec.containers[name: *].imagePullPolicy",
+                &[],
+                json!("Always"),
+                json!({"spec": {"containers": [{"name": "a"}, {"image": "no-name"}]}})
+            ),
+            (
+                Ok(true),
+                json!({"spec": {"containers": [
+                    {"name": "a", "imagePullPolicy": "Always"},
+                    {"image": "no-name", "imagePullPolicy": "Always"},
+                ]}})
+            )
+        );
+        assert_eq!(
+            run(
+                "spec.containers[name: *].x",
+                &[],
+                json!(1),
+                json!({"spec": {"containers": []}})
+            ),
+            (Ok(false), json!({"spec": {"containers": []}}))
+        );
+        // The missing list is created only if something below changes: here nothing does.
+        assert_eq!(
+            run("spec.containers[name: *].x", &[], json!(1), json!({})),
+            (Ok(false), json!({}))
+        );
+    }
+
+    #[test]
+    fn path_tests_guard_each_depth() {
+        use Condition::{MustExist, MustNotExist};
+        let pod = json!({"spec": {"containers": [{"name": "a", "imagePullPolicy": "Never"}, {"name": "b"}]}});
+        assert_eq!(
+            run(
+                "spec.containers[name: *].imagePullPolicy",
+                &[("spec.containers[name: *].imagePullPolicy", MustNotExist)],
+                json!("Always"),
+                pod.clone()
+            ),
+            (
+                Ok(true),
+                json!({"spec": {"containers": [
+                    {"name": "a", "imagePullPolicy": "Never"},
+                    {"name": "b", "imagePullPolicy": "Always"},
+                ]}})
+            )
+        );
+        // MustExist on a missing keyed element: nothing is created.
+        assert_eq!(
+            run(
+                r#"spec.containers[name: "sidecar"].imagePullPolicy"#,
+                &[(r#"spec.containers[name: "sidecar"]"#, MustExist)],
+                json!("Always"),
+                pod.clone()
+            ),
+            (Ok(false), pod)
+        );
+        // A test failing deep down leaves no half-created parents.
+        assert_eq!(
+            run(
+                "spec.a.b.c",
+                &[("spec.a.b.c", MustExist)],
+                json!(1),
+                json!({"spec": {}})
+            ),
+            (Ok(false), json!({"spec": {}}))
+        );
+        // A present null counts as existing.
+        assert_eq!(
+            run(
+                "spec.x",
+                &[("spec.x", MustNotExist)],
+                json!(1),
+                json!({"spec": {"x": null}})
+            ),
+            (Ok(false), json!({"spec": {"x": null}}))
+        );
+        // MustNotExist on a glob level blocks whenever the walk gets there.
+        assert_eq!(
+            run(
+                "spec.containers[name: *].x",
+                &[("spec.containers[name: *]", MustNotExist)],
+                json!(1),
+                json!({"spec": {"containers": []}})
+            ),
+            (Ok(false), json!({"spec": {"containers": []}}))
+        );
+    }
+
+    #[test]
+    fn ending_at_a_keyed_element_replaces_the_first_match() {
+        let pod = json!({"spec": {"containers": [{"name": "net", "image": "old"}, {"name": "net", "image": "dup"}]}});
+        assert_eq!(
+            run(
+                "spec.containers[name: net]",
+                &[],
+                json!({"name": "net", "image": "new"}),
+                pod.clone()
+            ),
+            (
+                Ok(true),
+                json!({"spec": {"containers": [{"name": "net", "image": "new"}, {"name": "net", "image": "dup"}]}})
+            )
+        );
+        assert_eq!(
+            run(
+                "spec.containers[name: other]",
+                &[],
+                json!({"name": "other"}),
+                pod.clone()
+            )
+            .1,
+            json!({"spec": {"containers": [
+                {"name": "net", "image": "old"}, {"name": "net", "image": "dup"}, {"name": "other"}
+            ]}})
+        );
+        assert_eq!(
+            run(
+                "spec.containers[name: net]",
+                &[],
+                json!({"name": "web"}),
+                pod.clone()
+            )
+            .0,
+            Err("spec.containers[name: net]: the new element must keep name: net".to_string())
+        );
+        assert_eq!(
+            run("spec.containers[name: net]", &[], json!("text"), pod.clone()).0,
+            Err("spec.containers[name: net]: the value for a keyed-list element must be an object, got a string".to_string())
+        );
+        assert_eq!(
+            run("spec.containers[name: *]", &[], json!({"name": "x"}), pod).0,
+            Err("spec.containers[name: *]: a location cannot end in a glob".to_string())
+        );
+    }
+
+    #[test]
+    fn values_in_the_way_are_errors_naming_the_place() {
+        assert_eq!(
+            run("spec.a.b", &[], json!(1), json!({"spec": {"a": "text"}})).0,
+            Err("spec.a is a string, not an object".to_string())
+        );
+        assert_eq!(
+            run(
+                "spec.containers[name: a].x",
+                &[],
+                json!(1),
+                json!({"spec": {"containers": {"a": 1}}})
+            )
+            .0,
+            Err("spec.containers is an object, not a list".to_string())
+        );
+        assert_eq!(
+            run(
+                "spec.containers[name: *].x",
+                &[],
+                json!(1),
+                json!({"spec": {"containers": [3]}})
+            )
+            .0,
+            Err("spec.containers[name: *] is a number, not an object".to_string())
+        );
+        assert_eq!(
+            run("spec", &[], json!(1), json!([1])).0,
+            Err("the object is a list, not an object".to_string())
+        );
+    }
+
+    #[test]
+    fn kinds_without_keyed_list_support_say_so() {
+        let location = Path::parse("spec.containers[name: a]").unwrap();
+        let tests = PathTests::new(&location, &[]).unwrap();
+        let mut object = json!({});
+        assert_eq!(
+            mutate(&location, &tests, &FieldsOnly, &mut object)
+                .unwrap_err()
+                .to_string(),
+            "spec.containers[name: a]: this mutator kind cannot set a keyed-list element"
+        );
+    }
+
+    fn json_value() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            (0i64..100).prop_map(Value::from),
+            prop::sample::select(vec!["a", "b", "foo", "80"]).prop_map(Value::from),
+        ];
+        leaf.prop_recursive(4, 32, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                prop::collection::btree_map(
+                    prop::sample::select(vec!["spec", "name", "port", "a", "containers"]),
+                    inner,
+                    0..4
+                )
+                .prop_map(|m| Value::Object(
+                    m.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+                )),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn never_panics_and_setting_a_constant_is_idempotent(
+            object in json_value(),
+            location in proptest::sample::select(vec![
+                "spec.a", "spec.containers[name: foo].a", "spec.containers[name: *].a",
+                "containers[port: 80].name", "spec.containers[name: foo]", "a[name: *]",
+            ]),
+            value in json_value(),
+        ) {
+            let location = Path::parse(location).unwrap();
+            let tests = PathTests::new(&location, &[]).unwrap();
+            // An element set into a keyed list carries its key (compile rejects
+            // anything else); without it every run would append another one.
+            let value = match location.nodes().last() {
+                Some(Node::List(l)) if l.key_value != KeyValue::Glob => {
+                    json!({l.key_field.clone(): key_value_json(&l.key_value), "x": value})
+                }
+                _ => value,
+            };
+            let setter = Constant(value);
+            let mut once = object;
+            if mutate(&location, &tests, &setter, &mut once).is_ok() {
+                let mut twice = once.clone();
+                let again = mutate(&location, &tests, &setter, &mut twice);
+                proptest::prop_assert!(again.is_ok());
+                proptest::prop_assert_eq!(twice, once);
+            }
+        }
+    }
+}
