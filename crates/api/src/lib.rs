@@ -36,7 +36,7 @@ pub use common::{
     PathTest,
 };
 pub use loader::{
-    Document, Input, LoadError, Loaded, LoadedMutator, Origin, Problem, load_mutators,
+    Document, Input, LoadError, Loaded, LoadedMutator, Origin, Problem, json_type, load_mutators,
     mutators_from_documents, parse_mutator, read_documents, read_documents_from_str,
     read_documents_with_stdin,
 };

@@ -505,7 +505,8 @@ fn deserialize<T: serde::de::DeserializeOwned>(value: &Value) -> Result<T, Probl
     })
 }
 
-fn json_type(value: &Value) -> &'static str {
+/// How messages name the type of a JSON value: "a string", "a list", "null"...
+pub fn json_type(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

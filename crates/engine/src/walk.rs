@@ -14,6 +14,7 @@
 
 use std::fmt;
 
+use sartor_api::json_type as kind_of;
 use sartor_location::{KeyValue, ListSelector, Node, Path, PathTests};
 use serde_json::{Map, Value};
 
@@ -318,18 +319,6 @@ fn key_value_json(key_value: &KeyValue) -> Value {
         KeyValue::String(s) => Value::String(s.clone()),
         KeyValue::Integer(n) => Value::from(*n),
         KeyValue::Glob => Value::Null,
-    }
-}
-
-/// "a string", "a list"... for messages.
-pub fn kind_of(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "an object",
     }
 }
 
