@@ -38,16 +38,17 @@ pub struct AssignImageSpec {
     pub parameters: AssignImageParameters,
 }
 
-/// `AssignImage.spec.parameters`: at least one of domain, path and tag.
+/// `AssignImage.spec.parameters`: at least one of domain, path and tag. As in
+/// Gatekeeper, an empty string means "not set".
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[schemars(extend("x-kubernetes-validations" = [
     {
-        "rule": "has(self.assignDomain) || has(self.assignPath) || has(self.assignTag)",
+        "rule": "(has(self.assignDomain) && self.assignDomain != '') || (has(self.assignPath) && self.assignPath != '') || (has(self.assignTag) && self.assignTag != '')",
         "message": "set at least one of assignDomain, assignPath and assignTag",
     },
     {
-        "rule": "!has(self.assignTag) || self.assignTag.startsWith(':') || self.assignTag.startsWith('@')",
+        "rule": "!has(self.assignTag) || self.assignTag == '' || self.assignTag.startsWith(':') || self.assignTag.startsWith('@')",
         "message": "assignTag must start with ':' (a tag) or '@' (a digest)",
     },
 ]))]
@@ -56,12 +57,24 @@ pub struct AssignImageParameters {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub path_tests: Vec<PathTest>,
     /// The registry domain, e.g. `my.registry.io` or `localhost:5000`, without a trailing `/`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "crate::schema::empty_as_none",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub assign_domain: Option<String>,
     /// The repository path, e.g. `library/nginx`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "crate::schema::empty_as_none",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub assign_path: Option<String>,
     /// The tag (`:v1.2`) or digest (`@sha256:...`), replacing both.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "crate::schema::empty_as_none",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub assign_tag: Option<String>,
 }

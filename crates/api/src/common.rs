@@ -30,9 +30,12 @@ pub enum Condition {
 /// `fromMetadata` and `externalData`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+// CEL cannot see `value` (a field without a type is not declared to CEL), so
+// the schema only keeps fromMetadata and externalData apart; the engine checks
+// that exactly one source is set.
 #[schemars(extend("x-kubernetes-validations" = [{
-    "rule": "[has(self.value), has(self.fromMetadata), has(self.externalData)].filter(x, x).size() == 1",
-    "message": "set exactly one of value, fromMetadata and externalData",
+    "rule": "!(has(self.fromMetadata) && has(self.externalData))",
+    "message": "set only one of value, fromMetadata and externalData",
 }]))]
 pub struct AssignField {
     /// A constant to assign: any JSON value (string, number, object, list...).

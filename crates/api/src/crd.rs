@@ -1,6 +1,8 @@
 //! The CustomResourceDefinitions generated from the types, as checked in under `crds/`.
 
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+    CustomResourceDefinition, JSONSchemaProps, JSONSchemaPropsOrArray, JSONSchemaPropsOrBool,
+};
 use kube::CustomResourceExt;
 
 use crate::{Assign, AssignImage, AssignMetadata, ModifySet, MutatorKind};
@@ -12,12 +14,43 @@ use crate::{Assign, AssignImage, AssignMetadata, ModifySet, MutatorKind};
 pub const METADATA_LOCATION_RULE: &str = r#"self.matches('^[ \\t\\r\\n]*(metadata|"metadata"|\'metadata\')[ \\t\\r\\n]*[.][ \\t\\r\\n]*(labels|annotations|"labels"|"annotations"|\'labels\'|\'annotations\')[ \\t\\r\\n]*[.]')"#;
 
 /// The CRD of one mutator kind.
+///
+/// Fields under `spec` are not `nullable` (kube-derive marks every `Option` so):
+/// as with Gatekeeper's CRDs, the API server then drops an explicit `null`
+/// instead of storing it, which is what the loader does too.
 pub fn crd(kind: MutatorKind) -> CustomResourceDefinition {
-    match kind {
+    let mut crd = match kind {
         MutatorKind::Assign => Assign::crd(),
         MutatorKind::AssignImage => AssignImage::crd(),
         MutatorKind::AssignMetadata => AssignMetadata::crd(),
         MutatorKind::ModifySet => ModifySet::crd(),
+    };
+    for version in &mut crd.spec.versions {
+        let spec = version
+            .schema
+            .as_mut()
+            .and_then(|s| s.open_api_v3_schema.as_mut())
+            .and_then(|s| s.properties.as_mut())
+            .and_then(|p| p.get_mut("spec"));
+        if let Some(spec) = spec {
+            not_nullable(spec);
+        }
+    }
+    crd
+}
+
+fn not_nullable(schema: &mut JSONSchemaProps) {
+    schema.nullable = None;
+    for property in schema.properties.iter_mut().flat_map(|p| p.values_mut()) {
+        not_nullable(property);
+    }
+    match schema.items.as_mut() {
+        Some(JSONSchemaPropsOrArray::Schema(item)) => not_nullable(item),
+        Some(JSONSchemaPropsOrArray::Schemas(items)) => items.iter_mut().for_each(not_nullable),
+        None => {}
+    }
+    if let Some(JSONSchemaPropsOrBool::Schema(values)) = schema.additional_properties.as_mut() {
+        not_nullable(values);
     }
 }
 

@@ -14,3 +14,11 @@ pub(crate) fn any_list(_: &mut SchemaGenerator) -> Schema {
         "items": { "x-kubernetes-preserve-unknown-fields": true }
     })
 }
+
+/// Serde: an empty string is no value (Gatekeeper's AssignImage treats `""` as unset).
+pub(crate) fn empty_as_none<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<String>, D::Error> {
+    let value: Option<String> = serde::Deserialize::deserialize(deserializer)?;
+    Ok(value.filter(|s| !s.is_empty()))
+}

@@ -175,18 +175,16 @@ fn assign_metadata_location_rule_agrees_with_the_parser() {
 }
 
 #[test]
-fn assign_takes_exactly_one_source() {
+fn assign_keeps_metadata_and_external_data_apart() {
+    // CEL cannot see `value` (untyped), so "exactly one source" is the engine's
+    // check; the schema rejects the one pair it can see.
     let cases = [
         ("{value: x}", vec![]),
         ("{fromMetadata: {field: name}}", vec![]),
         ("{externalData: {provider: p}}", vec![]),
         (
-            "{value: x, fromMetadata: {field: name}}",
-            vec!["spec.parameters.assign: set exactly one of value, fromMetadata and externalData"],
-        ),
-        (
-            "{}",
-            vec!["spec.parameters.assign: set exactly one of value, fromMetadata and externalData"],
+            "{fromMetadata: {field: name}, externalData: {provider: p}}",
+            vec!["spec.parameters.assign: set only one of value, fromMetadata and externalData"],
         ),
     ];
     for (assign, want) in cases {
@@ -222,4 +220,88 @@ fn assign_image_needs_something_to_assign_and_a_marked_tag() {
     for (parameters, want) in cases {
         assert_eq!(cel_errors(&image(parameters)), want, "{parameters}");
     }
+}
+
+/// Structural-schema rules a real API server enforces, checked on the JSON of
+/// every node of `schema` (`at` names it in failures).
+fn check_structural(
+    schema: &serde_json::Value,
+    at: &str,
+    under_spec: bool,
+    problems: &mut Vec<String>,
+) {
+    let preserve =
+        schema.get("x-kubernetes-preserve-unknown-fields") == Some(&serde_json::Value::Bool(true));
+    if schema.get("type").is_none() && !preserve {
+        problems.push(format!("{at}: no type"));
+    }
+    if under_spec && schema.get("nullable").is_some() {
+        problems.push(format!("{at}: nullable under spec"));
+    }
+    if schema
+        .get("x-kubernetes-list-type")
+        .and_then(|t| t.as_str())
+        == Some("map")
+    {
+        let required = schema["items"]["required"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        for key in schema["x-kubernetes-list-map-keys"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            if !required.contains(key) {
+                problems.push(format!("{at}: list-map key {key} is not required"));
+            }
+        }
+    }
+    // CEL sees only typed properties: every `self.<field>` a rule reads must have a type.
+    for rule in schema["x-kubernetes-validations"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        let text = rule["rule"].as_str().unwrap_or_default();
+        for (i, _) in text.match_indices("self.") {
+            let field: String = text[i + 5..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric())
+                .collect();
+            if ["matches", "startsWith", "size"].contains(&field.as_str()) {
+                continue;
+            }
+            if schema["properties"][&field].get("type").is_none() {
+                problems.push(format!(
+                    "{at}: rule {text:?} reads untyped or unknown field {field}"
+                ));
+            }
+        }
+    }
+    for (name, property) in schema["properties"].as_object().into_iter().flatten() {
+        check_structural(
+            property,
+            &format!("{at}.{name}"),
+            under_spec || name == "spec",
+            problems,
+        );
+    }
+    if let Some(items) = schema.get("items") {
+        check_structural(items, &format!("{at}[]"), under_spec, problems);
+    }
+    if let Some(values) = schema.get("additionalProperties").filter(|v| v.is_object()) {
+        check_structural(values, &format!("{at}{{}}"), under_spec, problems);
+    }
+}
+
+#[test]
+fn every_schema_is_structural() {
+    let mut problems = Vec::new();
+    for kind in MutatorKind::ALL {
+        let crd = serde_json::to_value(sartor_api::crd::crd(kind)).unwrap();
+        let schema = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"];
+        check_structural(schema, kind.as_str(), false, &mut problems);
+    }
+    assert_eq!(problems, Vec::<String>::new());
 }
