@@ -37,6 +37,7 @@ pub struct AssignSpec {
     /// The field to set, e.g. `spec.containers[name: *].imagePullPolicy`.
     pub location: String,
     /// What to assign, and the pathTests that guard it.
+    #[serde(default)]
     pub parameters: AssignParameters,
 }
 

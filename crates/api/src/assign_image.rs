@@ -35,6 +35,7 @@ pub struct AssignImageSpec {
     /// The image field, e.g. `spec.containers[name: *].image`.
     pub location: String,
     /// The parts of the image to assign, and the pathTests that guard it.
+    #[serde(default)]
     pub parameters: AssignImageParameters,
 }
 

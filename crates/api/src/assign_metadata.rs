@@ -38,6 +38,7 @@ pub struct AssignMetadataSpec {
     }]))]
     pub location: String,
     /// The value to assign.
+    #[serde(default)]
     pub parameters: MetadataParameters,
 }
 

@@ -82,8 +82,8 @@ pub enum Problem {
     /// The file or directory could not be read.
     #[error("cannot read: {0}")]
     Io(#[from] std::io::Error),
-    /// The YAML does not parse.
-    #[error("invalid YAML: {0}")]
+    /// The YAML does not parse; the rest of the file is not read.
+    #[error("invalid YAML: {0} (the rest of the file is not read)")]
     Yaml(#[from] serde_yaml::Error),
     /// The JSON does not parse.
     #[error("invalid JSON: {0}")]
@@ -247,9 +247,7 @@ pub fn read_documents_with_stdin(
             }
             Input::Path(path) => {
                 let mut files = Vec::new();
-                if let Err(e) = collect_files(path, true, &mut files) {
-                    errors.push(e);
-                }
+                collect_files(path, true, &mut files, &mut errors);
                 for file in files {
                     let name = file.display().to_string();
                     match std::fs::read_to_string(&file) {
@@ -271,38 +269,55 @@ pub fn read_documents_with_stdin(
     (documents, errors)
 }
 
-/// Appends `path` (a file) or the mutator files below it (a directory) to `out`.
-fn collect_files(path: &Path, named: bool, out: &mut Vec<PathBuf>) -> Result<(), LoadError> {
-    let metadata = std::fs::metadata(path)
-        .map_err(|e| LoadError::new(Origin::file(path.display().to_string()), e))?;
-    if !metadata.is_dir() {
-        if named || has_extension(path, &["yaml", "yml", "json"]) {
-            out.push(path.to_path_buf());
+/// Appends `path` (a file) or the mutator files below it (a directory) to
+/// `out`; an entry that cannot be read is reported and the walk goes on.
+fn collect_files(path: &Path, named: bool, out: &mut Vec<PathBuf>, errors: &mut Vec<LoadError>) {
+    let origin = || Origin::file(path.display().to_string());
+    if !named {
+        // Inside a directory: skip symlinked directories and files of other
+        // types before touching what they point to.
+        match std::fs::symlink_metadata(path) {
+            Ok(m) if m.is_dir() => {}
+            Ok(m) if m.file_type().is_symlink() => {
+                if !has_extension(path, &["yaml", "yml", "json"]) {
+                    return;
+                }
+            }
+            Ok(_) if !has_extension(path, &["yaml", "yml", "json"]) => return,
+            Ok(_) => {}
+            Err(e) => return errors.push(LoadError::new(origin(), e)),
         }
-        return Ok(());
+    }
+    let metadata = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) => return errors.push(LoadError::new(origin(), e)),
+    };
+    if !metadata.is_dir() {
+        out.push(path.to_path_buf());
+        return;
     }
     if !named && std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
-        return Ok(());
+        return;
     }
-    let entries = std::fs::read_dir(path)
-        .and_then(|entries| {
-            entries
-                .map(|e| e.map(|e| e.path()))
-                .collect::<Result<Vec<_>, _>>()
-        })
-        .map_err(|e| LoadError::new(Origin::file(path.display().to_string()), e))?;
-    let mut entries: Vec<PathBuf> = entries
-        .into_iter()
-        .filter(|p| {
-            !p.file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with('.'))
-        })
-        .collect();
-    entries.sort();
+    let entries = match std::fs::read_dir(path) {
+        Ok(entries) => entries,
+        Err(e) => return errors.push(LoadError::new(origin(), e)),
+    };
+    let mut children = Vec::new();
     for entry in entries {
-        collect_files(&entry, false, out)?;
+        match entry {
+            Ok(entry) => children.push(entry.path()),
+            Err(e) => errors.push(LoadError::new(origin(), e)),
+        }
     }
-    Ok(())
+    children.retain(|p| {
+        !p.file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with('.'))
+    });
+    children.sort();
+    for child in children {
+        collect_files(&child, false, out, errors);
+    }
 }
 
 fn has_extension(path: &Path, extensions: &[&str]) -> bool {
@@ -349,9 +364,17 @@ pub fn read_documents_from_str(
             }
         }
     } else {
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         for (i, document) in serde_yaml::Deserializer::from_str(text).enumerate() {
-            match Value::deserialize(document) {
-                Ok(value) => push(i + 1, value),
+            // Through serde_yaml's own Value: it rejects duplicate keys (as
+            // kubectl does) and resolves `<<` merge keys.
+            let converted = serde_yaml::Value::deserialize(document)
+                .and_then(|mut value| value.apply_merge().map(|()| value));
+            match converted {
+                Ok(value) => match yaml_to_json(value, "") {
+                    Ok(value) => push(i + 1, value),
+                    Err(problem) => errors.push(LoadError::new(origin.document(i + 1), problem)),
+                },
                 Err(e) => {
                     errors.push(LoadError::new(origin.document(i + 1), e));
                     break;
@@ -360,6 +383,66 @@ pub fn read_documents_from_str(
         }
     }
     (documents, errors)
+}
+
+/// Converts a YAML value to JSON the way kubectl does: scalar keys become
+/// strings; tags, complex keys and non-finite numbers are errors.
+fn yaml_to_json(value: serde_yaml::Value, at: &str) -> Result<Value, Problem> {
+    use serde_yaml::Value as Yaml;
+    let invalid = |message: String| Problem::Invalid {
+        path: if at.is_empty() {
+            "(document)".into()
+        } else {
+            at.to_string()
+        },
+        message,
+    };
+    Ok(match value {
+        Yaml::Null => Value::Null,
+        Yaml::Bool(b) => Value::Bool(b),
+        Yaml::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                Value::from(i)
+            } else if let Some(u) = n.as_u64() {
+                Value::from(u)
+            } else {
+                let f = n.as_f64().unwrap_or(f64::NAN);
+                serde_json::Number::from_f64(f)
+                    .map(Value::Number)
+                    .ok_or_else(|| invalid(format!("{n} is not a JSON number")))?
+            }
+        }
+        Yaml::String(s) => Value::String(s),
+        Yaml::Sequence(items) => Value::Array(
+            items
+                .into_iter()
+                .enumerate()
+                .map(|(i, item)| yaml_to_json(item, &format!("{at}[{i}]")))
+                .collect::<Result<_, _>>()?,
+        ),
+        Yaml::Mapping(mapping) => {
+            let mut map = serde_json::Map::new();
+            for (key, item) in mapping {
+                let key = match key {
+                    Yaml::String(s) => s,
+                    Yaml::Number(n) => n.to_string(),
+                    Yaml::Bool(b) => b.to_string(),
+                    Yaml::Null => "null".to_string(),
+                    _ => return Err(invalid("a mapping key must be a scalar".into())),
+                };
+                let child = if at.is_empty() {
+                    key.clone()
+                } else {
+                    format!("{at}.{key}")
+                };
+                map.insert(key, yaml_to_json(item, &child)?);
+            }
+            Value::Object(map)
+        }
+        Yaml::Tagged(tagged) => {
+            return Err(invalid(format!("YAML tag {} is not supported", tagged.tag)));
+        }
+    })
 }
 
 /// The items of a `List` document (`kind: List`, or `kind: <Kind>List` with `items`).
@@ -476,12 +559,77 @@ pub fn parse_mutator(document: &Document) -> Result<LoadedMutator, LoadError> {
     if name.is_none_or(str::is_empty) {
         return Err(fail(subject, Problem::MissingField("metadata.name")));
     }
-    let object = typed(kind, &document.value).map_err(|e| fail(subject, e))?;
+    if let Some(problem) = unknown_key(object) {
+        return Err(fail(subject, problem));
+    }
+    let mut value = document.value.clone();
+    if let Value::Object(map) = &mut value {
+        // Status is the cluster's report, not input; and the API server drops
+        // explicit nulls in the spec (fields are not nullable) before use.
+        map.remove("status");
+        if let Some(spec) = map.get_mut("spec") {
+            prune_nulls(spec, "spec");
+        }
+    }
+    let object = typed(kind, &value).map_err(|e| fail(subject, e))?;
     Ok(LoadedMutator {
         origin: document.origin.clone(),
         api_version: api_version.to_string(),
         object,
     })
+}
+
+const TOP_LEVEL: [&str; 5] = ["apiVersion", "kind", "metadata", "spec", "status"];
+const METADATA: [&str; 15] = [
+    "name",
+    "generateName",
+    "namespace",
+    "selfLink",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "labels",
+    "annotations",
+    "ownerReferences",
+    "finalizers",
+    "managedFields",
+];
+
+/// A top-level or metadata field that a Kubernetes object does not have
+/// (the typed spec catches its own unknown fields).
+fn unknown_key(object: &serde_json::Map<String, Value>) -> Option<Problem> {
+    let unknown = |path: String, known: &[&str]| Problem::Invalid {
+        path,
+        message: format!("unknown field, expected one of {}", known.join(", ")),
+    };
+    if let Some(key) = object.keys().find(|k| !TOP_LEVEL.contains(&k.as_str())) {
+        return Some(unknown(key.clone(), &TOP_LEVEL));
+    }
+    let metadata = object.get("metadata").and_then(Value::as_object)?;
+    let key = metadata.keys().find(|k| !METADATA.contains(&k.as_str()))?;
+    Some(unknown(format!("metadata.{key}"), &METADATA))
+}
+
+/// Removes null-valued fields below `value`, except inside the free-form
+/// `assign.value` and `values.fromList`, where a null is data.
+fn prune_nulls(value: &mut Value, at: &str) {
+    match value {
+        Value::Object(map) => {
+            map.retain(|_, v| !v.is_null());
+            for (key, child) in map.iter_mut() {
+                let free_form = (key == "value" && at.ends_with("assign"))
+                    || (key == "fromList" && at.ends_with("values"));
+                if !free_form {
+                    prune_nulls(child, key);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|item| prune_nulls(item, at)),
+        _ => {}
+    }
 }
 
 fn typed(kind: MutatorKind, value: &Value) -> Result<MutatorObject, Problem> {

@@ -37,6 +37,7 @@ pub struct ModifySetSpec {
     /// The list to modify, e.g. `spec.containers[name: *].args`.
     pub location: String,
     /// The operation, its values, and the pathTests that guard it.
+    #[serde(default)]
     pub parameters: ModifySetParameters,
 }
 

@@ -329,7 +329,7 @@ fn unreadable_input_is_reported() {
     assert_eq!(
         problems("bad.yaml", "kind: Assign\nmetadata: {name: [unclosed\n"),
         [
-            "bad.yaml: document 1: invalid YAML: did not find expected ',' or ']' at line 3 column 1, while parsing a flow sequence at line 2 column 18"
+            "bad.yaml: document 1: invalid YAML: did not find expected ',' or ']' at line 3 column 1, while parsing a flow sequence at line 2 column 18 (the rest of the file is not read)"
         ]
     );
     assert_eq!(
@@ -372,12 +372,12 @@ fn every_problem_is_listed_not_just_the_first() {
     let text = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: a}\n---\n\
                 apiVersion: mutations.sartor.dev/v1\nkind: Assign\nmetadata: {name: ok}\n\
                 spec: {location: spec.x, parameters: {assign: {value: 1}}}\n---\n\
-                apiVersion: mutations.sartor.dev/v1\nkind: Assign\nmetadata: {name: bad}\nspec: {location: spec.x}\n";
+                apiVersion: mutations.sartor.dev/v1\nkind: Assign\nmetadata: {name: bad}\nspec: {location: [spec.x]}\n";
     assert_eq!(
         problems("all.yaml", text),
         [
             "all.yaml: document 1 (Deployment a): Deployment (apps/v1) is not a mutator: expected Assign, AssignImage, AssignMetadata or ModifySet in mutations.sartor.dev/v1 or mutations.gatekeeper.sh/v1, v1beta1, v1alpha1",
-            "all.yaml: document 3 (Assign bad): spec: missing field `parameters`",
+            "all.yaml: document 3 (Assign bad): spec.location: invalid type: sequence, expected a string",
         ]
     );
 }
@@ -414,4 +414,132 @@ fn stdin_is_read_as_yaml_among_other_inputs() {
         .collect();
     assert_eq!(read, ["1: Assign from-stdin", "1: Assign default-priority"]);
     assert_eq!(loaded.mutators[0].origin.file, "<stdin>");
+}
+
+#[test]
+fn yaml_reads_as_kubectl_reads_it() {
+    // Merge keys resolve, a byte-order mark is fine.
+    let loaded = load_ok(
+        "merge.yaml",
+        "\u{feff}apiVersion: mutations.sartor.dev/v1\nkind: Assign\nmetadata: {name: a}\n\
+         spec:\n  location: spec.x\n  parameters:\n    assign:\n      value:\n        <<: {a: 1, b: 2}\n        b: 3\n",
+    );
+    let MutatorObject::Assign(assign) = &loaded[0].object else {
+        panic!()
+    };
+    assert_eq!(
+        assign.spec.parameters.assign.value,
+        Some(serde_json::json!({"a": 1, "b": 3}))
+    );
+
+    let doc = |spec: &str| {
+        format!(
+            "apiVersion: mutations.sartor.dev/v1\nkind: Assign\nmetadata: {{name: a}}\nspec: {spec}\n"
+        )
+    };
+    assert_eq!(
+        problems("dup.yaml", &doc("{location: a, location: b}")),
+        [
+            "dup.yaml: document 1: invalid YAML: spec: duplicate entry with key \"location\" at line 4 column 7 (the rest of the file is not read)"
+        ]
+    );
+    assert_eq!(
+        problems(
+            "inf.yaml",
+            &doc("{location: a, parameters: {assign: {value: .inf}}}")
+        ),
+        ["inf.yaml: document 1: spec.parameters.assign.value: .inf is not a JSON number"]
+    );
+    // A tag is an error for its document only; the next document is still read.
+    let text = format!(
+        "{}---\n{}",
+        doc("{location: !secret a}"),
+        doc("{location: b, parameters: {assign: {value: 1}}}")
+    );
+    assert_eq!(
+        problems("tag.yaml", &text),
+        ["tag.yaml: document 1: spec.location: YAML tag !secret is not supported"]
+    );
+    let (documents, _) = read_documents_from_str("tag.yaml", &text, false);
+    assert_eq!(documents.len(), 1);
+    assert_eq!(documents[0].origin.document, Some(2));
+}
+
+#[test]
+fn nulls_are_dropped_as_the_api_server_drops_them() {
+    let loaded = load_ok(
+        "nulls.yaml",
+        concat!(
+            "apiVersion: mutations.gatekeeper.sh/v1\nkind: ModifySet\nmetadata: {name: m}\n",
+            "spec:\n  applyTo: null\n  match: null\n  location: spec.args\n",
+            "  parameters:\n    pathTests: null\n    operation: null\n    values: {fromList: [null, a]}\n",
+            "status:\n  byPod:\n  - enforced: true\n",
+        ),
+    );
+    let MutatorObject::ModifySet(set) = &loaded[0].object else {
+        panic!()
+    };
+    assert_eq!(
+        serde_json::to_value(&set.spec).unwrap(),
+        serde_json::json!({
+            "location": "spec.args",
+            "parameters": {"operation": "merge", "values": {"fromList": [null, "a"]}},
+        })
+    );
+    // Status is the cluster's report: ignored when read from a file.
+    assert_eq!(set.status, None);
+    // An omitted parameters block is valid, as in Gatekeeper.
+    let loaded = load_ok(
+        "bare.yaml",
+        "apiVersion: mutations.sartor.dev/v1\nkind: ModifySet\nmetadata: {name: m}\nspec: {location: spec.args}\n",
+    );
+    assert_eq!(loaded.len(), 1);
+}
+
+#[test]
+fn unknown_top_level_and_metadata_fields_are_errors() {
+    assert_eq!(
+        problems(
+            "x.yaml",
+            "apiVersion: mutations.sartor.dev/v1\nkind: Assign\nmetadata: {name: a}\nspecc: {}\n"
+        ),
+        [
+            "x.yaml: document 1 (Assign a): specc: unknown field, expected one of apiVersion, kind, metadata, spec, status"
+        ]
+    );
+    assert_eq!(
+        problems(
+            "x.yaml",
+            "apiVersion: mutations.sartor.dev/v1\nkind: Assign\nmetadata: {name: a, lables: {x: y}}\nspec: {}\n"
+        ),
+        [
+            "x.yaml: document 1 (Assign a): metadata.lables: unknown field, expected one of name, generateName, namespace, selfLink, uid, resourceVersion, generation, creationTimestamp, deletionTimestamp, deletionGracePeriodSeconds, labels, annotations, ownerReferences, finalizers, managedFields"
+        ]
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn a_bad_entry_does_not_stop_the_directory_walk() {
+    let dir = std::env::temp_dir().join(format!("sartor-loader-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::os::unix::fs::symlink(dir.join("nowhere"), dir.join("a-dangling.yaml")).unwrap();
+    std::os::unix::fs::symlink(dir.join("nowhere"), dir.join("b-dangling-other")).unwrap();
+    std::fs::copy(
+        fixtures().join("tree/10-first.yaml"),
+        dir.join("c-good.yaml"),
+    )
+    .unwrap();
+    let loaded = load_mutators(&[Input::Path(dir.clone())]);
+    let errors: Vec<String> = loaded.errors.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        errors,
+        [format!(
+            "{}: cannot read: No such file or directory (os error 2)",
+            dir.join("a-dangling.yaml").display()
+        )]
+    );
+    assert_eq!(loaded.mutators.len(), 1);
+    std::fs::remove_dir_all(&dir).unwrap();
 }
