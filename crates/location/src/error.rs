@@ -129,12 +129,10 @@ impl ParseError {
 
 impl fmt::Display for ParseError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // Whitespace that would break the line or shift the caret shows as a space.
-        let shown: String = self
-            .location
-            .chars()
-            .map(|c| if c.is_whitespace() { ' ' } else { c })
-            .collect();
+        // One displayed character per character of the location, so the caret
+        // lines up: whitespace shows as a space, control and invisible
+        // formatting characters (terminal escapes, zero-width marks) as U+FFFD.
+        let shown: String = self.location.chars().map(shown_char).collect();
         let column = self
             .location
             .get(..self.offset)
@@ -150,6 +148,18 @@ impl fmt::Display for ParseError {
 }
 
 impl std::error::Error for ParseError {}
+
+fn shown_char(c: char) -> char {
+    if c.is_whitespace() {
+        ' '
+    } else if c.is_control()
+        || matches!(c, '\u{ad}' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2064}' | '\u{feff}')
+    {
+        '\u{fffd}'
+    } else {
+        c
+    }
+}
 
 // === impl Reason ===
 

@@ -20,8 +20,10 @@
 //!   string, so `[port: "80"]` never selects `port: 80`;
 //! - spaces, tabs and newlines may surround any token.
 //!
-//! One deliberate difference: an empty or blank location is an error here
-//! (Gatekeeper parses it to an empty path and leaves rejecting it to each caller).
+//! Deliberate differences: an empty or blank location is an error here
+//! (Gatekeeper parses it to an empty path and leaves rejecting it to each
+//! caller), and so is an integer above `i64::MAX` (Gatekeeper wraps some of them
+//! around to small numbers).
 //!
 //! ```
 //! use sartor_location::Path;

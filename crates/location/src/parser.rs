@@ -12,10 +12,13 @@
 //! ws        = [ \t\r\n]*
 //! ```
 //!
-//! This accepts exactly the strings Gatekeeper's scanner and parser
-//! (`pkg/mutation/path/{token,parser}`) accept, with one deliberate difference:
-//! an empty or all-blank location is an error here, where Gatekeeper returns an
-//! empty path that every later step has to reject on its own.
+//! This accepts the strings Gatekeeper's scanner and parser
+//! (`pkg/mutation/path/{token,parser}`) accept, with two deliberate differences:
+//! - an empty or all-blank location is an error here, where Gatekeeper returns
+//!   an empty path that every later step has to reject on its own;
+//! - an integer above `i64::MAX` is always an error. Gatekeeper's `parseInt64`
+//!   only notices overflow when the result turns negative, so some larger
+//!   numbers wrap around silently (`18446744073709551616` reads as 0).
 //!
 //! Inside the grammar a fault is a [`Fault`]: the unparsed rest of the input and
 //! what went wrong there. Once a rule has seen enough to know what the user meant
@@ -616,6 +619,26 @@ mod tests {
                 "  a.\"ü\"  . *\n",
                 "           ^",
             )
+        );
+    }
+
+    #[test]
+    fn the_rendering_never_prints_control_characters() {
+        assert_eq!(
+            parse("\u{1b}[31m.x").unwrap_err().to_string(),
+            concat!(
+                "invalid location \"\\u{1b}[31m.x\": expected a field name at 0, found '\\u{1b}'; names with characters other than letters, digits, '_' and '-' must be quoted\n",
+                "  \u{fffd}[31m.x\n",
+                "  ^",
+            )
+        );
+        assert_eq!(
+            parse("\"a\u{feff}b\".*")
+                .unwrap_err()
+                .to_string()
+                .lines()
+                .nth(1),
+            Some("  \"a\u{fffd}b\".*")
         );
     }
 
