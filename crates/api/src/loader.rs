@@ -43,7 +43,9 @@ pub struct Document {
     pub value: Value,
 }
 
-/// A mutator read and checked by [`parse_mutator`].
+/// A mutator read by [`parse_mutator`]: its fields fit the schema. Locations,
+/// pathTests and the rest of the semantics are checked when the engine
+/// compiles it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LoadedMutator {
     /// Where it was read.
