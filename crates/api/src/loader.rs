@@ -275,20 +275,11 @@ pub fn read_documents_with_stdin(
 /// `out`; an entry that cannot be read is reported and the walk goes on.
 fn collect_files(path: &Path, named: bool, out: &mut Vec<PathBuf>, errors: &mut Vec<LoadError>) {
     let origin = || Origin::file(path.display().to_string());
-    if !named {
-        // Inside a directory: skip symlinked directories and files of other
-        // types before touching what they point to.
-        match std::fs::symlink_metadata(path) {
-            Ok(m) if m.is_dir() => {}
-            Ok(m) if m.file_type().is_symlink() => {
-                if !has_extension(path, &["yaml", "yml", "json"]) {
-                    return;
-                }
-            }
-            Ok(_) if !has_extension(path, &["yaml", "yml", "json"]) => return,
-            Ok(_) => {}
-            Err(e) => return errors.push(LoadError::new(origin(), e)),
-        }
+    let is_real_dir = || std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir());
+    // Inside a directory, only directories and mutator files are looked at, so
+    // an unrelated broken entry is never an error.
+    if !named && !has_extension(path, &["yaml", "yml", "json"]) && !is_real_dir() {
+        return;
     }
     let metadata = match std::fs::metadata(path) {
         Ok(m) => m,
@@ -298,7 +289,9 @@ fn collect_files(path: &Path, named: bool, out: &mut Vec<PathBuf>, errors: &mut 
         out.push(path.to_path_buf());
         return;
     }
-    if !named && std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+    // A directory named by the user is read even through a link; links to
+    // directories found inside one are not followed (no loops).
+    if !named && !is_real_dir() {
         return;
     }
     let entries = match std::fs::read_dir(path) {
