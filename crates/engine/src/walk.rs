@@ -20,11 +20,13 @@ use serde_json::{Map, Value};
 
 /// How one mutator kind changes the value at the end of its location.
 pub trait Setter {
-    /// Sets `key` in `object`; the location ends at this field.
+    /// Sets `key` in `object`; the location ends at this field. Returns
+    /// whether the object changed (setting a field to the value it already
+    /// has is not a change).
     ///
     /// # Errors
     /// A [`SetError`] when the existing value cannot take the change.
-    fn set_value(&self, object: &mut Map<String, Value>, key: &str) -> Result<(), SetError>;
+    fn set_value(&self, object: &mut Map<String, Value>, key: &str) -> Result<bool, SetError>;
 
     /// The element to put in a keyed list when the location ends at
     /// `[key: value]`. Kinds that cannot end at a list element keep the default.
@@ -46,9 +48,14 @@ pub enum SetError {
     /// The value to put in a keyed list is not an object.
     #[error("the value for a keyed-list element must be an object, got {0}")]
     NotAnObjectValue(&'static str),
-    /// Any other kind-specific reason.
-    #[error("{0}")]
-    Other(String),
+    /// The existing value is not what the kind works on.
+    #[error("{found} is not {expected}")]
+    Unexpected {
+        /// What the kind works on, such as "a list".
+        expected: &'static str,
+        /// What is there, such as "a string".
+        found: &'static str,
+    },
 }
 
 /// Why the walk stopped with an error (the object may be partly changed; the
@@ -112,9 +119,74 @@ impl fmt::Display for Place {
     }
 }
 
+/// What one walk did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Walked {
+    /// Whether the setter ran at least once (Gatekeeper's "mutated": the
+    /// value may be the same as before).
+    pub applied: bool,
+    /// Every place the object actually changed, in walk order.
+    pub changed: Vec<Changed>,
+}
+
+/// One place where a walk changed the object: the location, with each glob
+/// selector pinned to the element it visited.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Changed {
+    /// For each `[key: *]` of the location, in order, the index of the element.
+    elements: Vec<usize>,
+}
+
+// === impl Changed ===
+
+impl Changed {
+    /// The concrete path that changed: each glob of `location` replaced by the
+    /// key of the element visited, read from `object` (the object after the
+    /// walk). An element without a string or integer key keeps its glob.
+    pub fn path(&self, location: &Path, object: &Value) -> Path {
+        let mut elements = self.elements.iter();
+        let mut current = Some(object);
+        let mut nodes = Vec::with_capacity(location.len());
+        for node in location.nodes() {
+            match node {
+                Node::Field(name) => {
+                    current = current.and_then(|v| v.get(name));
+                    nodes.push(node.clone());
+                }
+                Node::List(selector) if selector.key_value == KeyValue::Glob => {
+                    let element = elements
+                        .next()
+                        .and_then(|i| current.and_then(|v| v.get(*i)));
+                    let key_value = match element.and_then(|e| e.get(&selector.key_field)) {
+                        Some(Value::String(s)) => KeyValue::String(s.clone()),
+                        Some(Value::Number(n)) => match n.as_i64() {
+                            Some(n) => KeyValue::Integer(n),
+                            None => KeyValue::Glob,
+                        },
+                        _ => KeyValue::Glob,
+                    };
+                    current = element;
+                    nodes.push(Node::List(ListSelector {
+                        key_field: selector.key_field.clone(),
+                        key_value,
+                    }));
+                }
+                Node::List(selector) => {
+                    current = current.and_then(|v| {
+                        v.as_array()
+                            .and_then(|list| list.iter().find(|e| key_matches(e, selector)))
+                    });
+                    nodes.push(node.clone());
+                }
+            }
+        }
+        // The nodes mirror a valid path's shape, so this cannot fail.
+        Path::from_nodes(nodes).unwrap_or_else(|_| location.clone())
+    }
+}
+
 /// Walks `location` through `object`, honouring `tests`, and lets `setter`
-/// change the value at its end. Returns whether the setter ran (Gatekeeper's
-/// "mutated": the value may be the same as before).
+/// change the value at its end.
 ///
 /// # Errors
 /// A [`WalkError`] naming the place where the object does not fit the location.
@@ -123,13 +195,15 @@ pub fn mutate(
     tests: &PathTests,
     setter: &dyn Setter,
     object: &mut Value,
-) -> Result<bool, WalkError> {
-    Walk {
+) -> Result<Walked, WalkError> {
+    let mut changed = Vec::new();
+    let applied = Walk {
         location,
         tests,
         setter,
     }
-    .step(object, 0)
+    .step(object, 0, None, &mut changed)?;
+    Ok(Walked { applied, changed })
 }
 
 struct Walk<'a> {
@@ -138,8 +212,34 @@ struct Walk<'a> {
     setter: &'a dyn Setter,
 }
 
+/// The list elements a glob visit is inside, innermost first, kept on the
+/// stack so a walk that changes nothing allocates nothing.
+struct Frame<'f> {
+    parent: Option<&'f Frame<'f>>,
+    element: usize,
+}
+
+impl Frame<'_> {
+    fn elements(frame: Option<&Frame<'_>>) -> Vec<usize> {
+        let mut elements = Vec::new();
+        let mut frame = frame;
+        while let Some(f) = frame {
+            elements.push(f.element);
+            frame = f.parent;
+        }
+        elements.reverse();
+        elements
+    }
+}
+
 impl Walk<'_> {
-    fn step(&self, current: &mut Value, depth: usize) -> Result<bool, WalkError> {
+    fn step(
+        &self,
+        current: &mut Value,
+        depth: usize,
+        frame: Option<&Frame<'_>>,
+        changed: &mut Vec<Changed>,
+    ) -> Result<bool, WalkError> {
         let Some(node) = self.location.nodes().get(depth) else {
             return Ok(false);
         };
@@ -159,21 +259,31 @@ impl Walk<'_> {
                     return Ok(false);
                 }
                 if last {
-                    self.setter
-                        .set_value(map, name)
-                        .map_err(|source| WalkError::Set {
-                            at: self.place(depth + 1),
-                            source,
-                        })?;
+                    let change =
+                        self.setter
+                            .set_value(map, name)
+                            .map_err(|source| WalkError::Set {
+                                at: self.place(depth + 1),
+                                source,
+                            })?;
+                    if change {
+                        self.record(frame, changed);
+                    }
                     return Ok(true);
                 }
                 if let Some(next) = map.get_mut(name) {
-                    return self.step(next, depth + 1);
+                    return self.step(next, depth + 1, frame, changed);
                 }
                 let mut next = self.missing(depth);
-                let mutated = self.step(&mut next, depth + 1)?;
+                let before = changed.len();
+                let mutated = self.step(&mut next, depth + 1, frame, changed)?;
                 if mutated {
                     map.insert(name.clone(), next);
+                    // Creating the parents is a change even when the setter
+                    // left its own field alone (a ModifySet prune).
+                    if changed.len() == before {
+                        self.record(frame, changed);
+                    }
                 }
                 Ok(mutated)
             }
@@ -185,15 +295,23 @@ impl Walk<'_> {
                     });
                 };
                 if last {
-                    return self.set_element(list, selector, depth);
+                    let mutated = self.set_element(list, selector, depth)?;
+                    if let Some(true) = mutated {
+                        self.record(frame, changed);
+                    }
+                    return Ok(mutated.is_some());
                 }
                 if selector.key_value == KeyValue::Glob {
                     if !self.tests.exists_ok(depth) {
                         return Ok(false);
                     }
                     let mut mutated = false;
-                    for element in list.iter_mut() {
-                        mutated |= self.step(element, depth + 1)?;
+                    for (element, value) in list.iter_mut().enumerate() {
+                        let frame = Frame {
+                            parent: frame,
+                            element,
+                        };
+                        mutated |= self.step(value, depth + 1, Some(&frame), changed)?;
                     }
                     return Ok(mutated);
                 }
@@ -204,7 +322,7 @@ impl Walk<'_> {
                         if !self.tests.exists_ok(depth) {
                             return Ok(false);
                         }
-                        mutated |= self.step(element, depth + 1)?;
+                        mutated |= self.step(element, depth + 1, frame, changed)?;
                         found = true;
                     }
                 }
@@ -213,9 +331,13 @@ impl Walk<'_> {
                         return Ok(false);
                     }
                     let mut next = self.missing(depth);
-                    if self.step(&mut next, depth + 1)? {
+                    let before = changed.len();
+                    if self.step(&mut next, depth + 1, frame, changed)? {
                         list.push(next);
                         mutated = true;
+                        if changed.len() == before {
+                            self.record(frame, changed);
+                        }
                     }
                 }
                 Ok(mutated)
@@ -224,13 +346,14 @@ impl Walk<'_> {
     }
 
     /// The location ends at `[key: value]`: replace the first matching element
-    /// with the setter's element, or append it.
+    /// with the setter's element, or append it. `None` when a pathTest stopped
+    /// the walk, otherwise whether the list changed.
     fn set_element(
         &self,
         list: &mut Vec<Value>,
         selector: &ListSelector,
         depth: usize,
-    ) -> Result<bool, WalkError> {
+    ) -> Result<Option<bool>, WalkError> {
         let at = || self.place(depth + 1);
         if selector.key_value == KeyValue::Glob {
             return Err(WalkError::GlobAtEnd { at: at() });
@@ -240,13 +363,16 @@ impl Walk<'_> {
             .keyed_list_value()
             .map_err(|source| WalkError::Set { at: at(), source })?;
         for existing in list.iter_mut() {
-            if !existing.is_object() {
+            let Value::Object(existing_map) = existing else {
                 return Err(WalkError::NotAnObject {
                     at: at(),
                     found: kind_of(existing),
                 });
-            }
-            if key_matches(existing, selector) {
+            };
+            if existing_map
+                .get(&selector.key_field)
+                .is_some_and(|v| value_equals(v, &selector.key_value))
+            {
                 if !element
                     .get(&selector.key_field)
                     .is_some_and(|v| value_equals(v, &selector.key_value))
@@ -258,17 +384,26 @@ impl Walk<'_> {
                     });
                 }
                 if !self.tests.exists_ok(depth) {
-                    return Ok(false);
+                    return Ok(None);
                 }
-                *existing = Value::Object(element);
-                return Ok(true);
+                if *existing_map == element {
+                    return Ok(Some(false));
+                }
+                *existing_map = element;
+                return Ok(Some(true));
             }
         }
         if !self.tests.missing_ok(depth) {
-            return Ok(false);
+            return Ok(None);
         }
         list.push(Value::Object(element));
-        Ok(true)
+        Ok(Some(true))
+    }
+
+    fn record(&self, frame: Option<&Frame<'_>>, changed: &mut Vec<Changed>) {
+        changed.push(Changed {
+            elements: Frame::elements(frame),
+        });
     }
 
     /// What to create for the missing node at `depth`: `{}` or `[]` depending
@@ -303,7 +438,7 @@ fn key_matches(element: &Value, selector: &ListSelector) -> bool {
 
 /// Gatekeeper compares with Go `==` on decoded JSON: strings with strings,
 /// integers with integers; a float never equals an integer key.
-fn value_equals(value: &Value, key_value: &KeyValue) -> bool {
+pub(crate) fn value_equals(value: &Value, key_value: &KeyValue) -> bool {
     match key_value {
         KeyValue::String(s) => value.as_str() == Some(s.as_str()),
         KeyValue::Integer(n) => match value {
@@ -314,7 +449,8 @@ fn value_equals(value: &Value, key_value: &KeyValue) -> bool {
     }
 }
 
-fn key_value_json(key_value: &KeyValue) -> Value {
+/// The JSON form of a concrete key value (`Null` for the glob).
+pub(crate) fn key_value_json(key_value: &KeyValue) -> Value {
     match key_value {
         KeyValue::String(s) => Value::String(s.clone()),
         KeyValue::Integer(n) => Value::from(*n),
@@ -332,9 +468,8 @@ mod tests {
     struct Constant(Value);
 
     impl Setter for Constant {
-        fn set_value(&self, object: &mut Map<String, Value>, key: &str) -> Result<(), SetError> {
-            object.insert(key.to_string(), self.0.clone());
-            Ok(())
+        fn set_value(&self, object: &mut Map<String, Value>, key: &str) -> Result<bool, SetError> {
+            Ok(object.insert(key.to_string(), self.0.clone()).as_ref() != Some(&self.0))
         }
 
         fn keyed_list_value(&self) -> Result<Map<String, Value>, SetError> {
@@ -349,9 +484,8 @@ mod tests {
     struct FieldsOnly;
 
     impl Setter for FieldsOnly {
-        fn set_value(&self, object: &mut Map<String, Value>, key: &str) -> Result<(), SetError> {
-            object.insert(key.to_string(), json!([]));
-            Ok(())
+        fn set_value(&self, object: &mut Map<String, Value>, key: &str) -> Result<bool, SetError> {
+            Ok(object.insert(key.to_string(), json!([])).is_none())
         }
     }
 
@@ -370,8 +504,9 @@ mod tests {
             })
             .collect();
         let tests = PathTests::new(&location, &tests).unwrap();
-        let result =
-            mutate(&location, &tests, &Constant(value), &mut object).map_err(|e| e.to_string());
+        let result = mutate(&location, &tests, &Constant(value), &mut object)
+            .map(|walked| walked.applied)
+            .map_err(|e| e.to_string());
         (result, object)
     }
 
@@ -637,6 +772,67 @@ mod tests {
         );
     }
 
+    fn changed_paths(location: &str, value: Value, mut object: Value) -> Vec<String> {
+        let location = Path::parse(location).unwrap();
+        let tests = PathTests::new(&location, &[]).unwrap();
+        let walked = mutate(&location, &tests, &Constant(value), &mut object).unwrap();
+        walked
+            .changed
+            .iter()
+            .map(|c| c.path(&location, &object).to_string())
+            .collect()
+    }
+
+    #[test]
+    fn changes_name_the_elements_a_glob_visited() {
+        let pod = json!({"spec": {"containers": [
+            {"name": "a", "x": 1}, {"name": "b"}, {"image": "no-name"}, {"name": 7},
+        ]}});
+        assert_eq!(
+            changed_paths("spec.containers[name: *].x", json!(1), pod.clone()),
+            [
+                "spec.containers[name: b].x",
+                "spec.containers[name: *].x",
+                "spec.containers[name: 7].x"
+            ]
+        );
+        assert_eq!(
+            changed_paths("spec.containers[name: c].x", json!(1), pod.clone()),
+            ["spec.containers[name: c].x"]
+        );
+        assert_eq!(
+            changed_paths("spec.containers[name: a].x", json!(1), pod.clone()),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            changed_paths(
+                "spec.containers[name: a]",
+                json!({"name": "a", "x": 1}),
+                pod
+            ),
+            Vec::<String>::new()
+        );
+    }
+
+    #[test]
+    fn creating_parents_is_a_change_even_when_the_setter_changes_nothing() {
+        struct Noop;
+        impl Setter for Noop {
+            fn set_value(&self, _: &mut Map<String, Value>, _: &str) -> Result<bool, SetError> {
+                Ok(false)
+            }
+        }
+        let location = Path::parse("spec.a[name: x].args").unwrap();
+        let tests = PathTests::new(&location, &[]).unwrap();
+        let mut object = json!({});
+        let walked = mutate(&location, &tests, &Noop, &mut object).unwrap();
+        assert_eq!(object, json!({"spec": {"a": [{"name": "x"}]}}));
+        assert!(walked.applied);
+        assert_eq!(walked.changed.len(), 1);
+        let walked = mutate(&location, &tests, &Noop, &mut object).unwrap();
+        assert_eq!((walked.applied, walked.changed), (true, Vec::new()));
+    }
+
     fn json_value() -> impl proptest::strategy::Strategy<Value = Value> {
         use proptest::prelude::*;
         let leaf = prop_oneof![
@@ -685,7 +881,7 @@ mod tests {
             if mutate(&location, &tests, &setter, &mut once).is_ok() {
                 let mut twice = once.clone();
                 let again = mutate(&location, &tests, &setter, &mut twice);
-                proptest::prop_assert!(again.is_ok());
+                proptest::prop_assert_eq!(again.map(|w| w.changed), Ok(Vec::new()));
                 proptest::prop_assert_eq!(twice, once);
             }
         }
