@@ -214,6 +214,21 @@ impl Wildcard {
             (None, None) => candidate == p,
         }
     }
+
+    /// Whether an object created with `generateName: prefix` may match: only
+    /// patterns ending in `*` can (Gatekeeper: `*x*` and `x*` compare the
+    /// prefix, an exact or `*x` pattern never matches a generated name).
+    pub fn matches_generate_name(&self, prefix: &str) -> bool {
+        let p = self.0.as_str();
+        let Some(head) = p.strip_suffix('*') else {
+            return false;
+        };
+        match head.strip_prefix('*') {
+            Some(middle) => prefix.contains(middle),
+            None if p.starts_with('*') => true,
+            None => prefix.starts_with(head),
+        }
+    }
 }
 
 impl fmt::Display for Wildcard {
@@ -270,6 +285,26 @@ mod tests {
         for (pattern, candidate, want) in cases {
             let w = Wildcard::new(pattern).unwrap();
             assert_eq!(w.matches(candidate), want, "{pattern} ~ {candidate}");
+        }
+    }
+
+    #[test]
+    fn generate_names_match_only_patterns_open_at_the_end() {
+        let cases = [
+            ("web-*", "web-", true),
+            ("web-*", "api-", false),
+            ("*web*", "my-web-", true),
+            ("*", "x-", true),
+            ("web-", "web-", false),
+            ("*-web", "x-web", false),
+        ];
+        for (pattern, prefix, want) in cases {
+            let w = Wildcard::new(pattern).unwrap();
+            assert_eq!(
+                w.matches_generate_name(prefix),
+                want,
+                "{pattern} ~ {prefix}"
+            );
         }
     }
 

@@ -1,12 +1,32 @@
 //! sartor's mutation engine: pure Rust, no I/O, no async. JSON in, mutated
-//! JSON out.
+//! JSON and a trace of what changed out.
 //!
 //! ```text
-//!   location + pathTests ──▶ walk::mutate ──▶ Setter (one per mutator kind)
+//!  MutatorObject ──Mutator::compile──▶ Mutator (location, pathTests, applyTo, match, setter)
+//!                                          │ System::upsert / remove (schema-conflict check)
+//!                                          ▼
+//!  object + Request ──System::mutate──▶ candidates for the object's kind (index)
+//!                                       ──▶ match ──▶ walk + setter, in fixed order,
+//!                                           pass after pass until nothing changes
+//!                                       ──▶ mutated object + trace
 //! ```
 //!
 //! [`walk`] is the one generic walk every mutator kind shares: follow the
 //! location through objects and keyed lists, apply pathTests at each depth,
-//! create what is missing, and hand the last step to the kind's [`walk::Setter`].
+//! create what is missing, and hand the last step to the kind's
+//! [`walk::Setter`]. Semantics are Gatekeeper's (`pkg/mutation`); the module
+//! docs say where sartor deliberately differs.
 
+pub mod image;
+pub mod labels;
+pub mod matching;
+pub mod mutator;
+pub mod request;
+pub mod schema;
+pub mod system;
 pub mod walk;
+
+pub use mutator::{Applies, ApplyError, CompileError, Mutator, MutatorId, Problem, Terminal};
+pub use request::{Gvk, Operation, Request, Source};
+pub use schema::{Conflict, Shape};
+pub use system::{Change, Failure, MUTATIONS_ANNOTATION, MutateError, Mutation, ObjectRef, System};

@@ -1,0 +1,559 @@
+//! A mutator compiled from its API object: parsed location and pathTests,
+//! compiled match criteria, the (kind, operation) bindings it applies to, and
+//! the kind's setter.
+//!
+//! Each kind lives in its own module and supplies only two things: how it
+//! compiles from its API type (what Gatekeeper rejects at validation time) and
+//! how it sets the value at the end of its location. Everything else — the
+//! walk, matching, ordering, convergence — is shared.
+
+mod assign;
+mod assign_image;
+mod assign_metadata;
+mod modify_set;
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use sartor_api::{ApplyTo, MutatorKind, MutatorObject, Operation as ApiOperation};
+use sartor_location::{Node, ParseError, Path, PathTestError, PathTests};
+use serde_json::Value;
+
+use crate::image::ImageError;
+use crate::matching::{MatchCompileError, MatchError, Matcher};
+use crate::request::{Gvk, Operation, Request};
+use crate::walk::{self, WalkError, Walked};
+
+/// Identifies a mutator: its kind and name. Orders the way Gatekeeper orders
+/// mutators (kind, then name byte-wise); sartor's group and Gatekeeper's are one.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct MutatorId {
+    /// The mutator kind.
+    pub kind: MutatorKind,
+    /// `metadata.name`.
+    pub name: String,
+}
+
+/// A mutator ready to run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Mutator {
+    id: MutatorId,
+    generation: Option<i64>,
+    location: Path,
+    tests: PathTests,
+    applies: Applies,
+    matcher: Matcher,
+    action: Action,
+}
+
+/// Which kinds and operations a mutator applies to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Applies {
+    /// Every kind and operation (AssignMetadata, which has no `applyTo`).
+    Everything,
+    /// The kinds listed in `applyTo`, each with the operations it allows.
+    Kinds(BTreeMap<Gvk, Operations>),
+}
+
+/// A set of admission operations.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct Operations {
+    create: bool,
+    update: bool,
+}
+
+/// How a mutator's location ends, for the schema-conflict check: what it
+/// implies about the type of the last field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Terminal {
+    /// Anything may be there (Assign replaces the whole value).
+    Any,
+    /// A list treated as a set (ModifySet).
+    Set,
+    /// A string (AssignImage).
+    String,
+}
+
+/// The kind-specific part of a compiled mutator.
+#[derive(Debug, Clone, PartialEq)]
+enum Action {
+    Assign(assign::Source),
+    AssignMetadata(assign::Source),
+    ModifySet(modify_set::SetSetter),
+    AssignImage(assign_image::ImageSetter),
+}
+
+/// A mutator that cannot be compiled: names the mutator and says why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{mutator}: {problem}")]
+pub struct CompileError {
+    /// The mutator.
+    pub mutator: MutatorId,
+    /// What is wrong with it.
+    pub problem: Box<Problem>,
+}
+
+/// What is wrong with a mutator, with the spec field it is in.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Problem {
+    /// Kubernetes names of mutators are capped like Gatekeeper's.
+    #[error("metadata.name: {len} characters is longer than the maximum of 63")]
+    NameTooLong {
+        /// The name's length.
+        len: usize,
+    },
+    /// The location does not parse.
+    #[error("spec.location: {0}")]
+    Location(ParseError),
+    /// A pathTest subPath does not parse.
+    #[error("spec.parameters.pathTests[{index}].subPath: {source}")]
+    SubPath {
+        /// Position in `pathTests`.
+        index: usize,
+        /// Why.
+        source: ParseError,
+    },
+    /// The pathTests do not fit the location.
+    #[error("spec.parameters.pathTests: {0}")]
+    PathTests(PathTestError),
+    /// Only AssignMetadata may change metadata.
+    #[error(
+        "spec.location: {kind} cannot change metadata; use AssignMetadata for labels and annotations"
+    )]
+    MetadataRoot {
+        /// The mutator kind.
+        kind: MutatorKind,
+    },
+    /// The location sets the key field of a keyed-list element.
+    #[error(
+        "spec.location: {location} would change the key field {key:?} of a list element, which identifies it"
+    )]
+    KeyFieldChanged {
+        /// The location.
+        location: Path,
+        /// The key field.
+        key: String,
+    },
+    /// AssignMetadata outside labels and annotations.
+    #[error(
+        "spec.location: {location:?} must be metadata.labels.<key> or metadata.annotations.<key>"
+    )]
+    NotLabelOrAnnotation {
+        /// The location as written.
+        location: String,
+    },
+    /// AssignMetadata location longer than the CRD allows.
+    #[error("spec.location: {len} characters is longer than the maximum of 512")]
+    LocationTooLong {
+        /// Its length.
+        len: usize,
+    },
+    /// `spec.parameters.assign` sets no value or several.
+    #[error("spec.parameters.assign: set exactly one of value, fromMetadata and externalData")]
+    ValueSources,
+    /// sartor does not call external data providers.
+    #[error(
+        "spec.parameters.assign.externalData: external data providers are not supported by sartor"
+    )]
+    ExternalData,
+    /// AssignMetadata assigns strings only.
+    #[error("spec.parameters.assign.value: labels and annotations are strings, got {found}")]
+    MetadataValueNotString {
+        /// What was given.
+        found: &'static str,
+    },
+    /// A location ending in `[key: *]`.
+    #[error("spec.location: {location} ends in a glob; there is no single list element to set")]
+    GlobAtEnd {
+        /// The location.
+        location: Path,
+    },
+    /// A value for a keyed-list element that is not an object.
+    #[error(
+        "spec.parameters.assign.value: {location} is a keyed-list element, so the value must be an object, got {found}"
+    )]
+    ElementNotAnObject {
+        /// The location.
+        location: Path,
+        /// What was given.
+        found: &'static str,
+    },
+    /// A value for a keyed-list element with a different key.
+    #[error(
+        "spec.parameters.assign.value: the element for {location} must have {key}: {expected}, got {found}"
+    )]
+    ElementKeyDiffers {
+        /// The location.
+        location: Path,
+        /// The key field.
+        key: String,
+        /// The key value of the location.
+        expected: String,
+        /// What the value has (`nothing` when absent).
+        found: String,
+    },
+    /// `fromMetadata` gives a string; it cannot be a keyed-list element.
+    #[error(
+        "spec.parameters.assign.fromMetadata: {location} is a keyed-list element; fromMetadata gives a string"
+    )]
+    MetadataIntoList {
+        /// The location.
+        location: Path,
+    },
+    /// ModifySet and AssignImage work on fields, not list elements.
+    #[error("spec.location: {kind} cannot end at a keyed-list element ({location})")]
+    EndsInList {
+        /// The mutator kind.
+        kind: MutatorKind,
+        /// The location.
+        location: Path,
+    },
+    /// `applyTo` is required for every kind but AssignMetadata.
+    #[error("spec.applyTo: required; list the groups, versions and kinds this mutator applies to")]
+    ApplyToMissing,
+    /// An `applyTo` entry with an empty list.
+    #[error("spec.applyTo[{index}]: groups, versions and kinds must all be set")]
+    ApplyToIncomplete {
+        /// Position in `applyTo`.
+        index: usize,
+    },
+    /// `"*"` in `applyTo`: Gatekeeper compares it literally, so it matches nothing.
+    #[error(
+        "spec.applyTo[{index}].{field}: \"*\" is not a wildcard here and would match nothing; list the {field}"
+    )]
+    ApplyToGlob {
+        /// Position in `applyTo`.
+        index: usize,
+        /// `groups`, `versions` or `kinds`.
+        field: &'static str,
+    },
+    /// An operation listed twice, or `*` with others.
+    #[error("spec.applyTo[{index}].operations: {reason}")]
+    Operations {
+        /// Position in `applyTo`.
+        index: usize,
+        /// Why.
+        reason: &'static str,
+    },
+    /// Invalid match criteria.
+    #[error("spec.{0}")]
+    Match(MatchCompileError),
+    /// Invalid AssignImage parameters.
+    #[error("spec.parameters: {0}")]
+    Image(ImageError),
+}
+
+/// A mutator could not run on an object.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ApplyError {
+    /// Matching failed (a namespaceSelector with an unknown Namespace).
+    #[error(transparent)]
+    Match(#[from] MatchError),
+    /// The object does not fit the location.
+    #[error(transparent)]
+    Walk(#[from] WalkError),
+}
+
+// === impl MutatorId ===
+
+impl MutatorId {
+    /// An id from its parts.
+    pub fn new(kind: MutatorKind, name: impl Into<String>) -> MutatorId {
+        MutatorId {
+            kind,
+            name: name.into(),
+        }
+    }
+}
+
+impl fmt::Display for MutatorId {
+    /// `Assign always-pull`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.kind, self.name)
+    }
+}
+
+// === impl Mutator ===
+
+impl Mutator {
+    /// Compiles an API object, checking everything Gatekeeper checks when a
+    /// mutator is created, and a little more (see [`Problem`]).
+    ///
+    /// # Errors
+    /// A [`CompileError`] naming the mutator, the spec field and the reason.
+    pub fn compile(object: &MutatorObject) -> Result<Mutator, CompileError> {
+        let id = MutatorId::new(object.kind(), object.name());
+        let problem = |problem| CompileError {
+            mutator: id.clone(),
+            problem: Box::new(problem),
+        };
+        let len = object.name().len();
+        if len > 63 {
+            return Err(problem(Problem::NameTooLong { len }));
+        }
+        let parts = match object {
+            MutatorObject::Assign(m) => assign::compile(&m.spec),
+            MutatorObject::AssignMetadata(m) => assign_metadata::compile(&m.spec),
+            MutatorObject::ModifySet(m) => modify_set::compile(&m.spec),
+            MutatorObject::AssignImage(m) => assign_image::compile(&m.spec),
+        }
+        .map_err(problem)?;
+        Ok(Mutator {
+            generation: object.metadata().generation,
+            id,
+            location: parts.location,
+            tests: parts.tests,
+            applies: parts.applies,
+            matcher: parts.matcher,
+            action: parts.action,
+        })
+    }
+
+    /// Its kind and name.
+    pub fn id(&self) -> &MutatorId {
+        &self.id
+    }
+
+    /// `metadata.generation` of the object it was compiled from, if set.
+    pub fn generation(&self) -> Option<i64> {
+        self.generation
+    }
+
+    /// The parsed location.
+    pub fn location(&self) -> &Path {
+        &self.location
+    }
+
+    /// The kinds and operations it applies to.
+    pub fn applies(&self) -> &Applies {
+        &self.applies
+    }
+
+    /// What its location implies about the last field, or `None` for kinds
+    /// that take no part in schema-conflict checks (AssignMetadata, as in
+    /// Gatekeeper: its location is fixed to labels and annotations).
+    pub fn terminal(&self) -> Option<Terminal> {
+        match self.action {
+            Action::Assign(_) => Some(Terminal::Any),
+            Action::ModifySet(_) => Some(Terminal::Set),
+            Action::AssignImage(_) => Some(Terminal::String),
+            Action::AssignMetadata(_) => None,
+        }
+    }
+
+    /// Whether no other mutator may walk below its location: an AssignImage
+    /// sets a string, so nothing can live under it.
+    pub fn must_terminate(&self) -> bool {
+        matches!(self.action, Action::AssignImage(_))
+    }
+
+    /// Whether it mutates `object` (of kind `gvk`) in this request: applyTo
+    /// then `match`.
+    ///
+    /// # Errors
+    /// [`MatchError`] when the match criteria cannot be decided.
+    pub fn matches(
+        &self,
+        object: &Value,
+        gvk: &Gvk,
+        request: &Request<'_>,
+    ) -> Result<bool, MatchError> {
+        if !self.applies.allows(gvk, request.operation) {
+            return Ok(false);
+        }
+        self.matcher.matches(object, gvk, request)
+    }
+
+    /// Whether its match criteria may need the object's Namespace.
+    pub fn needs_namespace(&self) -> bool {
+        self.matcher.needs_namespace()
+    }
+
+    /// Applies it to `object` (matching is the caller's business).
+    ///
+    /// # Errors
+    /// [`WalkError`] when the object does not fit the location.
+    pub fn apply(&self, object: &mut Value, request: &Request<'_>) -> Result<Walked, WalkError> {
+        match &self.action {
+            Action::Assign(source) | Action::AssignMetadata(source) => {
+                let value = source.value(object, request);
+                walk::mutate(
+                    &self.location,
+                    &self.tests,
+                    &assign::AssignSetter(&value),
+                    object,
+                )
+            }
+            Action::ModifySet(setter) => walk::mutate(&self.location, &self.tests, setter, object),
+            Action::AssignImage(setter) => {
+                walk::mutate(&self.location, &self.tests, setter, object)
+            }
+        }
+    }
+}
+
+// === impl Applies ===
+
+impl Applies {
+    /// Whether an object of kind `gvk` is in scope for `operation`.
+    pub fn allows(&self, gvk: &Gvk, operation: Operation) -> bool {
+        match self {
+            Applies::Everything => true,
+            Applies::Kinds(kinds) => kinds.get(gvk).is_some_and(|ops| ops.contains(operation)),
+        }
+    }
+
+    /// Every (kind, operation) pair, in order; empty for [`Applies::Everything`].
+    pub fn bindings(&self) -> impl Iterator<Item = (&Gvk, Operation)> {
+        let kinds = match self {
+            Applies::Everything => None,
+            Applies::Kinds(kinds) => Some(kinds),
+        };
+        kinds.into_iter().flat_map(|kinds| {
+            kinds.iter().flat_map(|(gvk, ops)| {
+                Operation::ALL
+                    .into_iter()
+                    .filter(|op| ops.contains(*op))
+                    .map(move |op| (gvk, op))
+            })
+        })
+    }
+
+    /// Compiles `applyTo` like Gatekeeper: every entry names groups, versions
+    /// and kinds; operations default to CREATE and UPDATE.
+    fn compile(apply_to: &[ApplyTo]) -> Result<Applies, Problem> {
+        if apply_to.is_empty() {
+            return Err(Problem::ApplyToMissing);
+        }
+        let mut kinds: BTreeMap<Gvk, Operations> = BTreeMap::new();
+        for (index, entry) in apply_to.iter().enumerate() {
+            if entry.groups.is_empty() || entry.versions.is_empty() || entry.kinds.is_empty() {
+                return Err(Problem::ApplyToIncomplete { index });
+            }
+            for (field, list) in [
+                ("groups", &entry.groups),
+                ("versions", &entry.versions),
+                ("kinds", &entry.kinds),
+            ] {
+                if list.iter().any(|item| item == "*") {
+                    return Err(Problem::ApplyToGlob { index, field });
+                }
+            }
+            let ops = Operations::compile(&entry.operations)
+                .map_err(|reason| Problem::Operations { index, reason })?;
+            for group in &entry.groups {
+                for version in &entry.versions {
+                    for kind in &entry.kinds {
+                        let slot = kinds.entry(Gvk::new(group, version, kind)).or_default();
+                        slot.create |= ops.create;
+                        slot.update |= ops.update;
+                    }
+                }
+            }
+        }
+        Ok(Applies::Kinds(kinds))
+    }
+}
+
+// === impl Operations ===
+
+impl Operations {
+    /// Whether `operation` is in the set.
+    pub fn contains(self, operation: Operation) -> bool {
+        match operation {
+            Operation::Create => self.create,
+            Operation::Update => self.update,
+        }
+    }
+
+    fn compile(operations: &[ApiOperation]) -> Result<Operations, &'static str> {
+        let mut seen: Vec<ApiOperation> = Vec::with_capacity(operations.len());
+        for op in operations {
+            if seen.contains(op) {
+                return Err("an operation is listed twice");
+            }
+            seen.push(*op);
+        }
+        if seen.contains(&ApiOperation::All) && seen.len() > 1 {
+            return Err("\"*\" must not be combined with other operations");
+        }
+        if seen.is_empty() || seen.contains(&ApiOperation::All) {
+            return Ok(Operations {
+                create: true,
+                update: true,
+            });
+        }
+        Ok(Operations {
+            create: seen.contains(&ApiOperation::Create),
+            update: seen.contains(&ApiOperation::Update),
+        })
+    }
+}
+
+/// What every kind's compile produces.
+struct Parts {
+    location: Path,
+    tests: PathTests,
+    applies: Applies,
+    matcher: Matcher,
+    action: Action,
+}
+
+/// Parses `spec.location`.
+fn parse_location(location: &str) -> Result<Path, Problem> {
+    Path::parse(location).map_err(Problem::Location)
+}
+
+/// Parses `pathTests` and checks them against the location.
+fn compile_tests(
+    location: &Path,
+    path_tests: &[sartor_api::PathTest],
+) -> Result<PathTests, Problem> {
+    let mut tests = Vec::with_capacity(path_tests.len());
+    for (index, test) in path_tests.iter().enumerate() {
+        let sub_path =
+            Path::parse(&test.sub_path).map_err(|source| Problem::SubPath { index, source })?;
+        let condition = match test.condition {
+            sartor_api::Condition::MustExist => sartor_location::Condition::MustExist,
+            sartor_api::Condition::MustNotExist => sartor_location::Condition::MustNotExist,
+        };
+        tests.push(sartor_location::PathTest {
+            sub_path,
+            condition,
+        });
+    }
+    PathTests::new(location, &tests).map_err(Problem::PathTests)
+}
+
+/// Rejects a location whose first field is `metadata` (quoted or not).
+fn reject_metadata_root(location: &Path, kind: MutatorKind) -> Result<(), Problem> {
+    match location.nodes().first() {
+        Some(Node::Field(name)) if name == "metadata" => Err(Problem::MetadataRoot { kind }),
+        _ => Ok(()),
+    }
+}
+
+/// Rejects a location that sets the key field of a keyed-list element
+/// (`containers[name: x].name`): the element would stop being itself.
+fn reject_key_change(location: &Path) -> Result<(), Problem> {
+    let nodes = location.nodes();
+    if let [.., Node::List(list), Node::Field(field)] = nodes
+        && *field == list.key_field
+    {
+        return Err(Problem::KeyFieldChanged {
+            location: location.clone(),
+            key: field.clone(),
+        });
+    }
+    Ok(())
+}
+
+/// The keyed-list selector a location ends with, if it does.
+fn ends_in_list(location: &Path) -> Option<&sartor_location::ListSelector> {
+    match location.nodes().last() {
+        Some(Node::List(list)) => Some(list),
+        _ => None,
+    }
+}

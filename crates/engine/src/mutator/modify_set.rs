@@ -1,0 +1,79 @@
+//! ModifySet: add values to, or remove values from, a list treated as a set.
+
+use sartor_api::{ModifySetSpec, MutatorKind, SetOperation, json_type};
+use serde_json::{Map, Value};
+
+use super::{
+    Action, Applies, Parts, Problem, compile_tests, ends_in_list, parse_location,
+    reject_metadata_root,
+};
+use crate::matching::Matcher;
+use crate::walk::{SetError, Setter};
+
+/// Merges values into, or prunes them from, the list at the location.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct SetSetter {
+    operation: SetOperation,
+    values: Vec<Value>,
+}
+
+pub(super) fn compile(spec: &ModifySetSpec) -> Result<Parts, Problem> {
+    let location = parse_location(&spec.location)?;
+    reject_metadata_root(&location, MutatorKind::ModifySet)?;
+    if ends_in_list(&location).is_some() {
+        return Err(Problem::EndsInList {
+            kind: MutatorKind::ModifySet,
+            location,
+        });
+    }
+    let tests = compile_tests(&location, &spec.parameters.path_tests)?;
+    let applies = Applies::compile(&spec.apply_to)?;
+    let matcher = Matcher::compile(&spec.r#match).map_err(Problem::Match)?;
+    Ok(Parts {
+        location,
+        tests,
+        applies,
+        matcher,
+        action: Action::ModifySet(SetSetter {
+            operation: spec.parameters.operation,
+            values: spec.parameters.values.from_list.clone(),
+        }),
+    })
+}
+
+impl Setter for SetSetter {
+    /// Merge appends each value the list lacks (whole-value equality) and
+    /// creates a missing list from `fromList` as it is; prune removes every
+    /// element equal to a value and leaves a missing list missing. Existing
+    /// duplicates are left alone by merge.
+    fn set_value(&self, object: &mut Map<String, Value>, key: &str) -> Result<bool, SetError> {
+        let list = match object.get_mut(key) {
+            None => {
+                if self.operation == SetOperation::Merge {
+                    object.insert(key.to_string(), Value::Array(self.values.clone()));
+                    return Ok(true);
+                }
+                return Ok(false);
+            }
+            Some(Value::Array(list)) => list,
+            Some(other) => {
+                return Err(SetError::Unexpected {
+                    expected: "a list",
+                    found: json_type(other),
+                });
+            }
+        };
+        let before = list.len();
+        match self.operation {
+            SetOperation::Merge => {
+                for value in &self.values {
+                    if !list.contains(value) {
+                        list.push(value.clone());
+                    }
+                }
+            }
+            SetOperation::Prune => list.retain(|element| !self.values.contains(element)),
+        }
+        Ok(list.len() != before)
+    }
+}

@@ -1,0 +1,452 @@
+//! The mutator system: every compiled mutator in Gatekeeper's fixed order,
+//! indexed by the kinds they apply to, checked for schema conflicts, and
+//! applied to an object pass after pass until it stops changing.
+//!
+//! A `System` is a plain value: clone it to take a snapshot, change the clone,
+//! and swap it in (an `Arc<System>` behind a lock or `ArcSwap`) while requests
+//! keep using the old one. Mutators are shared between clones (`Arc`), so a
+//! clone copies only the indexes.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt;
+use std::sync::Arc;
+
+use sartor_location::Path;
+use serde_json::{Map, Value};
+
+use crate::matching::{MatchError, metadata_str};
+use crate::mutator::{Applies, Mutator, MutatorId};
+use crate::request::{Gvk, Request};
+use crate::schema::{Conflict, Entry, SchemaDb};
+use crate::walk::WalkError;
+
+/// The annotation listing the mutators that changed an object, when enabled.
+pub const MUTATIONS_ANNOTATION: &str = "sartor.dev/mutations";
+
+/// Compiled mutators, ready to mutate objects.
+#[derive(Debug, Clone, Default)]
+pub struct System {
+    mutators: BTreeMap<MutatorId, Arc<Mutator>>,
+    /// Mutators with `applyTo`, by the kinds they list.
+    by_gvk: HashMap<Gvk, BTreeMap<MutatorId, Arc<Mutator>>>,
+    /// Mutators that apply to every kind (AssignMetadata).
+    everywhere: BTreeMap<MutatorId, Arc<Mutator>>,
+    schema: SchemaDb,
+    annotate: bool,
+}
+
+/// What one `System::mutate` did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Mutation {
+    /// Passes run (0 when no mutator applies to the object's kind).
+    pub passes: usize,
+    /// Every change, in the order it happened.
+    pub changes: Vec<Change>,
+}
+
+/// One mutator changing one place of the object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    /// The pass, from 1.
+    pub pass: usize,
+    /// The mutator.
+    pub mutator: MutatorId,
+    /// Where: its location, with globs pinned to the element changed.
+    pub path: Path,
+}
+
+/// Why an object could not be mutated; names the object.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{object}: {reason}")]
+pub struct MutateError {
+    /// The object.
+    pub object: Box<ObjectRef>,
+    /// What went wrong.
+    pub reason: Box<Failure>,
+}
+
+/// What went wrong in a mutation.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Failure {
+    /// A mutator's match criteria could not be decided.
+    #[error("{mutator}: {source}")]
+    Match {
+        /// The mutator.
+        mutator: MutatorId,
+        /// Why.
+        #[source]
+        source: MatchError,
+    },
+    /// A mutator could not be applied.
+    #[error("{mutator} failed: {source}")]
+    Apply {
+        /// The mutator.
+        mutator: MutatorId,
+        /// Why.
+        #[source]
+        source: WalkError,
+    },
+    /// The object kept changing.
+    #[error("{}", not_converging(*passes, changing))]
+    NotConverging {
+        /// Passes run.
+        passes: usize,
+        /// The mutators that changed it in the last pass, with where.
+        changing: Vec<(MutatorId, Vec<Path>)>,
+    },
+}
+
+/// An object as error messages name it: `v1 Pod default/web`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObjectRef {
+    /// Its kind.
+    pub gvk: Gvk,
+    /// Its namespace, if any.
+    pub namespace: Option<String>,
+    /// Its name, or `generateName` followed by `*`, or empty.
+    pub name: String,
+}
+
+fn not_converging(passes: usize, changing: &[(MutatorId, Vec<Path>)]) -> String {
+    let mut message =
+        format!("mutation did not converge after {passes} passes; still changing it in the last:");
+    for (i, (mutator, paths)) in changing.iter().enumerate() {
+        let paths: Vec<String> = paths.iter().map(ToString::to_string).collect();
+        message.push_str(if i == 0 { " " } else { "; " });
+        message.push_str(&format!("{mutator} ({})", paths.join(", ")));
+    }
+    message
+}
+
+// === impl System ===
+
+impl System {
+    /// An empty system.
+    pub fn new() -> System {
+        System::default()
+    }
+
+    /// Adds the `sartor.dev/mutations` annotation to every object it changes
+    /// (off by default, like Gatekeeper's `--mutation-annotations`).
+    pub fn set_annotate(&mut self, annotate: bool) {
+        self.annotate = annotate;
+    }
+
+    /// Adds or replaces a mutator. Returns the mutators this puts in schema
+    /// conflict (itself included); they stay loaded but are skipped until the
+    /// conflict clears.
+    pub fn upsert(&mut self, mutator: Mutator) -> BTreeSet<MutatorId> {
+        let id = mutator.id().clone();
+        if self.mutators.get(&id).is_some_and(|m| **m == mutator) {
+            return BTreeSet::new();
+        }
+        self.remove(&id);
+        let mutator = Arc::new(mutator);
+        let conflicts = match mutator.terminal() {
+            Some(terminal) => self.schema.upsert(
+                &id,
+                Entry {
+                    bindings: mutator
+                        .applies()
+                        .bindings()
+                        .map(|(gvk, op)| (gvk.clone(), op))
+                        .collect(),
+                    path: mutator.location().clone(),
+                    terminal,
+                    must_terminate: mutator.must_terminate(),
+                },
+            ),
+            None => BTreeSet::new(),
+        };
+        match mutator.applies() {
+            Applies::Everything => {
+                self.everywhere.insert(id.clone(), Arc::clone(&mutator));
+            }
+            Applies::Kinds(kinds) => {
+                for gvk in kinds.keys() {
+                    self.by_gvk
+                        .entry(gvk.clone())
+                        .or_default()
+                        .insert(id.clone(), Arc::clone(&mutator));
+                }
+            }
+        }
+        self.mutators.insert(id, mutator);
+        conflicts
+    }
+
+    /// Removes a mutator, clearing the conflicts it caused. Returns it.
+    pub fn remove(&mut self, id: &MutatorId) -> Option<Arc<Mutator>> {
+        let mutator = self.mutators.remove(id)?;
+        self.schema.remove(id);
+        match mutator.applies() {
+            Applies::Everything => {
+                self.everywhere.remove(id);
+            }
+            Applies::Kinds(kinds) => {
+                for gvk in kinds.keys() {
+                    if let Some(index) = self.by_gvk.get_mut(gvk) {
+                        index.remove(id);
+                        if index.is_empty() {
+                            self.by_gvk.remove(gvk);
+                        }
+                    }
+                }
+            }
+        }
+        Some(mutator)
+    }
+
+    /// The mutator with this id.
+    pub fn get(&self, id: &MutatorId) -> Option<&Arc<Mutator>> {
+        self.mutators.get(id)
+    }
+
+    /// Every mutator, in application order.
+    pub fn mutators(&self) -> impl Iterator<Item = &Arc<Mutator>> {
+        self.mutators.values()
+    }
+
+    /// How many mutators are loaded (conflicting ones included).
+    pub fn len(&self) -> usize {
+        self.mutators.len()
+    }
+
+    /// Whether no mutator is loaded.
+    pub fn is_empty(&self) -> bool {
+        self.mutators.is_empty()
+    }
+
+    /// Whether a mutator is in schema conflict and so skipped.
+    pub fn is_conflicted(&self, id: &MutatorId) -> bool {
+        self.schema.is_conflicted(id)
+    }
+
+    /// Every mutator in schema conflict.
+    pub fn conflicted(&self) -> &BTreeSet<MutatorId> {
+        self.schema.conflicted()
+    }
+
+    /// What a mutator conflicts with, and about which field; empty when it
+    /// is not in conflict.
+    pub fn conflicts(&self, id: &MutatorId) -> Vec<Conflict> {
+        self.schema.conflicts(id)
+    }
+
+    /// Mutates `object` in place: applies every matching mutator in order,
+    /// pass after pass, until a whole pass leaves the object as it found it.
+    ///
+    /// Matching is evaluated again in every pass, on the object as it is
+    /// then. The number of passes is bounded by the number of mutators loaded
+    /// plus one, as in Gatekeeper.
+    ///
+    /// # Errors
+    /// A [`MutateError`] naming the object and the mutator; `object` is then
+    /// partly mutated and should be discarded.
+    pub fn mutate(
+        &self,
+        object: &mut Value,
+        request: &Request<'_>,
+    ) -> Result<Mutation, MutateError> {
+        let gvk = Gvk::of(object);
+        let candidates = self.candidates(&gvk);
+        let mut mutation = Mutation::default();
+        if candidates.is_empty() {
+            return Ok(mutation);
+        }
+        let max_passes = self.mutators.len() + 1;
+        for pass in 1..=max_passes {
+            mutation.passes = pass;
+            let first_change = mutation.changes.len();
+            let mut before: Option<Value> = None;
+            for mutator in &candidates {
+                let matches = mutator.matches(object, &gvk, request).map_err(|source| {
+                    fail(
+                        object,
+                        &gvk,
+                        request,
+                        Failure::Match {
+                            mutator: mutator.id().clone(),
+                            source,
+                        },
+                    )
+                })?;
+                if !matches {
+                    continue;
+                }
+                if before.is_none() {
+                    before = Some(object.clone());
+                }
+                let walked = mutator.apply(object, request).map_err(|source| {
+                    fail(
+                        object,
+                        &gvk,
+                        request,
+                        Failure::Apply {
+                            mutator: mutator.id().clone(),
+                            source,
+                        },
+                    )
+                })?;
+                for changed in walked.changed {
+                    mutation.changes.push(Change {
+                        pass,
+                        mutator: mutator.id().clone(),
+                        path: changed.path(mutator.location(), object),
+                    });
+                }
+            }
+            let changed = mutation.changes.len() > first_change;
+            if !changed || before.as_ref() == Some(object) {
+                if self.annotate && !mutation.changes.is_empty() {
+                    self.annotate_object(object, &mutation);
+                }
+                return Ok(mutation);
+            }
+        }
+        let last = mutation.passes;
+        let mut changing: Vec<(MutatorId, Vec<Path>)> = Vec::new();
+        for change in mutation.changes.iter().filter(|c| c.pass == last) {
+            match changing.iter_mut().find(|(id, _)| *id == change.mutator) {
+                Some((_, paths)) => {
+                    if !paths.contains(&change.path) {
+                        paths.push(change.path.clone());
+                    }
+                }
+                None => changing.push((change.mutator.clone(), vec![change.path.clone()])),
+            }
+        }
+        Err(fail(
+            object,
+            &gvk,
+            request,
+            Failure::NotConverging {
+                passes: last,
+                changing,
+            },
+        ))
+    }
+
+    /// The mutators that may apply to `gvk`, in order, conflicting ones left out.
+    fn candidates(&self, gvk: &Gvk) -> Vec<&Arc<Mutator>> {
+        let mut specific = self
+            .by_gvk
+            .get(gvk)
+            .into_iter()
+            .flat_map(|m| m.iter())
+            .peekable();
+        let mut everywhere = self.everywhere.iter().peekable();
+        let mut candidates = Vec::new();
+        loop {
+            let next = match (specific.peek(), everywhere.peek()) {
+                (Some((a, _)), Some((b, _))) if a <= b => specific.next(),
+                (Some(_), Some(_)) => everywhere.next(),
+                (Some(_), None) => specific.next(),
+                (None, Some(_)) => everywhere.next(),
+                (None, None) => break,
+            };
+            if let Some((id, mutator)) = next
+                && !self.schema.is_conflicted(id)
+            {
+                candidates.push(mutator);
+            }
+        }
+        candidates
+    }
+
+    /// Lists the mutators that changed the object, sorted, in the
+    /// `sartor.dev/mutations` annotation: `Assign/always-pull:3, ...`
+    /// (kind/name:generation, as Gatekeeper's `gatekeeper.sh/mutations`).
+    fn annotate_object(&self, object: &mut Value, mutation: &Mutation) {
+        let applied: BTreeSet<String> = mutation
+            .changes
+            .iter()
+            .map(|c| {
+                let generation = self
+                    .mutators
+                    .get(&c.mutator)
+                    .and_then(|m| m.generation())
+                    .unwrap_or(0);
+                format!("{}/{}:{generation}", c.mutator.kind, c.mutator.name)
+            })
+            .collect();
+        let value = applied.into_iter().collect::<Vec<_>>().join(", ");
+        let Value::Object(root) = object else {
+            return;
+        };
+        let metadata = root
+            .entry("metadata")
+            .or_insert_with(|| Value::Object(Map::new()));
+        let Value::Object(metadata) = metadata else {
+            return;
+        };
+        let annotations = metadata
+            .entry("annotations")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if annotations.is_null() {
+            *annotations = Value::Object(Map::new());
+        }
+        if let Value::Object(annotations) = annotations {
+            annotations.insert(MUTATIONS_ANNOTATION.to_string(), Value::String(value));
+        }
+    }
+}
+
+fn fail(object: &Value, gvk: &Gvk, request: &Request<'_>, reason: Failure) -> MutateError {
+    MutateError {
+        object: Box::new(ObjectRef::of(object, gvk, request)),
+        reason: Box::new(reason),
+    }
+}
+
+// === impl Mutation ===
+
+impl Mutation {
+    /// Whether anything changed.
+    pub fn changed(&self) -> bool {
+        !self.changes.is_empty()
+    }
+
+    /// The mutators that changed something, in the order they first did.
+    pub fn applied(&self) -> Vec<&MutatorId> {
+        let mut applied: Vec<&MutatorId> = Vec::new();
+        for change in &self.changes {
+            if !applied.contains(&&change.mutator) {
+                applied.push(&change.mutator);
+            }
+        }
+        applied
+    }
+}
+
+// === impl ObjectRef ===
+
+impl ObjectRef {
+    /// Names `object` of kind `gvk` in `request`'s namespace.
+    pub fn of(object: &Value, gvk: &Gvk, request: &Request<'_>) -> ObjectRef {
+        let name = match metadata_str(object, "name").filter(|n| !n.is_empty()) {
+            Some(name) => name.to_string(),
+            None => metadata_str(object, "generateName")
+                .map(|prefix| format!("{prefix}*"))
+                .unwrap_or_default(),
+        };
+        ObjectRef {
+            gvk: gvk.clone(),
+            namespace: crate::matching::namespace_of(object, request).map(str::to_string),
+            name,
+        }
+    }
+}
+
+impl fmt::Display for ObjectRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.gvk)?;
+        match (&self.namespace, self.name.is_empty()) {
+            (Some(ns), false) => write!(f, " {ns}/{}", self.name),
+            (Some(ns), true) => write!(f, " in namespace {ns}"),
+            (None, false) => write!(f, " {}", self.name),
+            (None, true) => Ok(()),
+        }
+    }
+}
