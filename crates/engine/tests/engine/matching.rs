@@ -1,0 +1,258 @@
+//! Every `match` criterion and `applyTo`, as Gatekeeper evaluates them.
+
+use sartor_engine::{Operation, Request, Source};
+use serde_json::{Value, json};
+
+use super::{mutate, system};
+
+/// Whether an Assign with these criteria (on Pods, ConfigMaps, Namespaces
+/// and apps/v1 Deployments) mutates `object`.
+fn matches(criteria: &str, object: &Value, request: &Request<'_>) -> Result<bool, String> {
+    let yaml = format!(
+        "apiVersion: mutations.sartor.dev/v1\nkind: Assign\nmetadata: {{name: a}}\n\
+         spec:\n  applyTo:\n  - {{groups: [\"\"], versions: [v1], kinds: [Pod, ConfigMap, Namespace]}}\n  \
+         - {{groups: [apps], versions: [v1], kinds: [Deployment], operations: [CREATE]}}\n  \
+         match: {criteria}\n  location: spec.marked\n  parameters: {{assign: {{value: true}}}}\n"
+    );
+    let system = system(&yaml);
+    mutate(&system, object, request).map(|(_, m)| m.changed())
+}
+
+fn object(kind: &str, namespace: Option<&str>, name: &str, labels: Value) -> Value {
+    let api_version = if kind == "Deployment" {
+        "apps/v1"
+    } else {
+        "v1"
+    };
+    let mut metadata = json!({"name": name, "labels": labels});
+    if let Some(ns) = namespace {
+        metadata["namespace"] = json!(ns);
+    }
+    json!({"apiVersion": api_version, "kind": kind, "metadata": metadata})
+}
+
+fn pod_in(namespace: &str) -> Value {
+    object("Pod", Some(namespace), "web", json!({"app": "web"}))
+}
+
+#[test]
+fn apply_to_needs_kind_and_operation_in_one_entry() {
+    let deployment = object("Deployment", Some("default"), "web", json!({}));
+    let create = Request::create(Some("default"));
+    let update = Request {
+        operation: Operation::Update,
+        ..create
+    };
+    assert_eq!(matches("{}", &deployment, &create), Ok(true));
+    assert_eq!(matches("{}", &deployment, &update), Ok(false));
+    assert_eq!(matches("{}", &pod_in("default"), &update), Ok(true));
+    let secret = object("Secret", Some("default"), "s", json!({}));
+    assert_eq!(matches("{}", &secret, &create), Ok(false));
+    let other_version = json!({"apiVersion": "apps/v1beta1", "kind": "Deployment"});
+    assert_eq!(matches("{}", &other_version, &create), Ok(false));
+}
+
+#[test]
+fn kinds_match_group_and_kind_within_one_entry() {
+    let pod = pod_in("default");
+    let deployment = object("Deployment", Some("default"), "web", json!({}));
+    let create = Request::create(Some("default"));
+    let criteria =
+        "{kinds: [{apiGroups: [''], kinds: [Pod]}, {apiGroups: [apps], kinds: [StatefulSet]}]}";
+    assert_eq!(matches(criteria, &pod, &create), Ok(true));
+    assert_eq!(matches(criteria, &deployment, &create), Ok(false));
+    assert_eq!(
+        matches(
+            "{kinds: [{apiGroups: ['*'], kinds: [Deployment]}]}",
+            &deployment,
+            &create
+        ),
+        Ok(true)
+    );
+    assert_eq!(
+        matches("{kinds: [{kinds: ['*']}]}", &deployment, &create),
+        Ok(true)
+    );
+    assert_eq!(
+        matches("{kinds: [{apiGroups: [apps]}]}", &pod, &create),
+        Ok(false)
+    );
+}
+
+#[test]
+fn scope_tells_namespaced_from_cluster_objects() {
+    let pod = pod_in("default");
+    let namespace = object("Namespace", None, "default", json!({}));
+    let in_default = Request::create(Some("default"));
+    let cluster = Request::create(None);
+    assert_eq!(matches("{scope: Namespaced}", &pod, &in_default), Ok(true));
+    assert_eq!(matches("{scope: Cluster}", &pod, &in_default), Ok(false));
+    // A Namespace is cluster-scoped.
+    assert_eq!(matches("{scope: Cluster}", &namespace, &cluster), Ok(true));
+    assert_eq!(
+        matches("{scope: Namespaced}", &namespace, &cluster),
+        Ok(false)
+    );
+    assert_eq!(matches("{scope: '*'}", &namespace, &cluster), Ok(true));
+}
+
+#[test]
+fn namespaces_and_exclusions_take_globs_at_either_end() {
+    let request = |ns| Request::create(Some(ns));
+    let criteria = "{namespaces: ['team-*', prod], excludedNamespaces: ['*-sandbox']}";
+    assert_eq!(
+        matches(criteria, &pod_in("team-a"), &request("team-a")),
+        Ok(true)
+    );
+    assert_eq!(
+        matches(criteria, &pod_in("prod"), &request("prod")),
+        Ok(true)
+    );
+    assert_eq!(
+        matches(criteria, &pod_in("production"), &request("production")),
+        Ok(false)
+    );
+    assert_eq!(
+        matches(criteria, &pod_in("team-sandbox"), &request("team-sandbox")),
+        Ok(false)
+    );
+    // The request's namespace counts even when the object omits it.
+    let bare = object("Pod", None, "web", json!({}));
+    assert_eq!(matches(criteria, &bare, &request("team-b")), Ok(true));
+    // A Namespace is its own namespace; other cluster-scoped objects pass.
+    let namespace = object("Namespace", None, "team-c", json!({}));
+    assert_eq!(
+        matches(criteria, &namespace, &Request::create(None)),
+        Ok(true)
+    );
+    let namespace = object("Namespace", None, "kube-system", json!({}));
+    assert_eq!(
+        matches(criteria, &namespace, &Request::create(None)),
+        Ok(false)
+    );
+    let cluster_map = object("ConfigMap", None, "x", json!({}));
+    assert_eq!(
+        matches(criteria, &cluster_map, &Request::create(None)),
+        Ok(true)
+    );
+}
+
+#[test]
+fn name_matches_the_name_or_a_generated_name() {
+    let create = Request::create(Some("default"));
+    assert_eq!(
+        matches("{name: web}", &pod_in("default"), &create),
+        Ok(true)
+    );
+    assert_eq!(
+        matches("{name: 'we*'}", &pod_in("default"), &create),
+        Ok(true)
+    );
+    assert_eq!(
+        matches("{name: api}", &pod_in("default"), &create),
+        Ok(false)
+    );
+    let generated =
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"generateName": "web-"}});
+    assert_eq!(matches("{name: 'web-*'}", &generated, &create), Ok(true));
+    assert_eq!(matches("{name: 'web-'}", &generated, &create), Ok(false));
+    // An empty name is no criterion.
+    assert_eq!(matches("{name: ''}", &pod_in("default"), &create), Ok(true));
+}
+
+#[test]
+fn label_selectors_use_every_operator() {
+    let create = Request::create(Some("default"));
+    let labelled = object(
+        "Pod",
+        Some("default"),
+        "web",
+        json!({"app": "web", "tier": "front"}),
+    );
+    let cases = [
+        ("{matchLabels: {app: web}}", true),
+        ("{matchLabels: {app: api}}", false),
+        (
+            "{matchExpressions: [{key: tier, operator: In, values: [front, back]}]}",
+            true,
+        ),
+        (
+            "{matchExpressions: [{key: tier, operator: NotIn, values: [front]}]}",
+            false,
+        ),
+        (
+            "{matchExpressions: [{key: team, operator: NotIn, values: [a]}]}",
+            true,
+        ),
+        ("{matchExpressions: [{key: app, operator: Exists}]}", true),
+        (
+            "{matchExpressions: [{key: app, operator: DoesNotExist}]}",
+            false,
+        ),
+        (
+            "{matchLabels: {app: web}, matchExpressions: [{key: team, operator: Exists}]}",
+            false,
+        ),
+        ("{}", true),
+    ];
+    for (selector, want) in cases {
+        let criteria = format!("{{labelSelector: {selector}}}");
+        assert_eq!(
+            matches(&criteria, &labelled, &create),
+            Ok(want),
+            "{selector}"
+        );
+    }
+}
+
+#[test]
+fn namespace_selectors_read_the_namespace_object() {
+    let prod = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop", "labels": {"env": "prod"}}});
+    let criteria = "{namespaceSelector: {matchLabels: {env: prod}}}";
+    let with_ns = Request {
+        namespace_object: Some(&prod),
+        ..Request::create(Some("shop"))
+    };
+    assert_eq!(matches(criteria, &pod_in("shop"), &with_ns), Ok(true));
+    assert_eq!(
+        matches(
+            "{namespaceSelector: {matchLabels: {env: dev}}}",
+            &pod_in("shop"),
+            &with_ns
+        ),
+        Ok(false)
+    );
+    // A Namespace being admitted is its own namespace.
+    assert_eq!(matches(criteria, &prod, &Request::create(None)), Ok(true));
+    // Cluster-scoped objects pass.
+    let cluster_map = object("ConfigMap", None, "x", json!({}));
+    assert_eq!(
+        matches(criteria, &cluster_map, &Request::create(None)),
+        Ok(true)
+    );
+    // An unknown Namespace is an error, never a guess.
+    assert_eq!(
+        matches(criteria, &pod_in("shop"), &Request::create(Some("shop"))),
+        Err("v1 Pod shop/web: Assign a: its namespaceSelector needs the labels of Namespace \"shop\", which was not provided".to_string())
+    );
+    // ...reached only when the earlier criteria pass.
+    let criteria = "{namespaces: [other], namespaceSelector: {matchLabels: {env: prod}}}";
+    assert_eq!(
+        matches(criteria, &pod_in("shop"), &Request::create(Some("shop"))),
+        Ok(false)
+    );
+}
+
+#[test]
+fn source_selects_original_or_generated_objects() {
+    let original = Request::create(Some("default"));
+    let generated = Request {
+        source: Source::Generated,
+        ..original
+    };
+    let pod = pod_in("default");
+    assert_eq!(matches("{source: All}", &pod, &generated), Ok(true));
+    assert_eq!(matches("{source: Original}", &pod, &original), Ok(true));
+    assert_eq!(matches("{source: Original}", &pod, &generated), Ok(false));
+    assert_eq!(matches("{source: Generated}", &pod, &generated), Ok(true));
+}
