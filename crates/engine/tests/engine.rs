@@ -12,6 +12,8 @@ mod apply;
 mod compile;
 #[path = "engine/matching.rs"]
 mod matching;
+#[path = "engine/system.rs"]
+mod system;
 
 use sartor_api::{MutatorObject, mutators_from_documents, read_documents_from_str};
 use sartor_engine::{Mutation, Mutator, Request, System};
