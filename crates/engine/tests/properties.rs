@@ -1,0 +1,300 @@
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic
+)]
+//! Properties of the engine over generated mutators and objects.
+
+use proptest::prelude::*;
+use sartor_api::{Assign, AssignImage, AssignMetadata, ModifySet, MutatorObject};
+use sartor_engine::{Mutator, Request, System};
+use serde_json::{Value, json};
+
+/// Locations near the grammar: valid ones, and broken variants of them.
+fn location() -> impl Strategy<Value = String> {
+    let pieces = prop::sample::select(vec![
+        "spec",
+        ".",
+        "containers",
+        "[",
+        "]",
+        "name",
+        ":",
+        " ",
+        "*",
+        "\"x\"",
+        "'",
+        "80",
+        "metadata",
+        "labels",
+        "a",
+        "-",
+        "\\",
+        "é",
+    ]);
+    prop_oneof![
+        prop::collection::vec(pieces, 1..10).prop_map(|p| p.concat()),
+        any::<String>(),
+    ]
+}
+
+fn json_value() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::from),
+        (-3i64..100).prop_map(Value::from),
+        Just(json!(1.5)),
+        prop::sample::select(vec!["a", "b", "c", "nginx", "x/y:z", "80", "Always"])
+            .prop_map(Value::from),
+    ];
+    leaf.prop_recursive(4, 40, 5, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+            prop::collection::btree_map(
+                prop::sample::select(vec![
+                    "spec",
+                    "name",
+                    "image",
+                    "containers",
+                    "args",
+                    "list",
+                    "a",
+                    "x",
+                    "labels",
+                    "metadata",
+                    "port",
+                ]),
+                inner,
+                0..5
+            )
+            .prop_map(|m| Value::Object(m.into_iter().map(|(k, v)| (k.to_string(), v)).collect())),
+        ]
+    })
+}
+
+fn object_of(kind: &str, location: &str, parameters: Value) -> Option<MutatorObject> {
+    let mut spec = json!({"location": location, "parameters": parameters});
+    if kind != "AssignMetadata" {
+        spec["applyTo"] = json!([{"groups": [""], "versions": ["v1"], "kinds": ["Pod"]}]);
+    }
+    let doc = json!({
+        "apiVersion": "mutations.sartor.dev/v1",
+        "kind": kind,
+        "metadata": {"name": "m"},
+        "spec": spec,
+    });
+    Some(match kind {
+        "Assign" => MutatorObject::Assign(serde_json::from_value::<Assign>(doc).ok()?),
+        "AssignMetadata" => {
+            MutatorObject::AssignMetadata(serde_json::from_value::<AssignMetadata>(doc).ok()?)
+        }
+        "ModifySet" => MutatorObject::ModifySet(serde_json::from_value::<ModifySet>(doc).ok()?),
+        _ => MutatorObject::AssignImage(serde_json::from_value::<AssignImage>(doc).ok()?),
+    })
+}
+
+/// A pool of valid mutators over a small, shared vocabulary of fields, so
+/// generated sets interact (and sometimes conflict).
+fn pool() -> Vec<Mutator> {
+    let docs = [
+        ("Assign", "a1", "spec.a", json!({"assign": {"value": 1}})),
+        (
+            "Assign",
+            "a2",
+            "spec.a",
+            json!({"assign": {"value": {"x": [1]}}}),
+        ),
+        (
+            "Assign",
+            "a3",
+            "spec.containers[name: *].x",
+            json!({"assign": {"value": "Always"}}),
+        ),
+        (
+            "Assign",
+            "a4",
+            "spec.containers[name: c]",
+            json!({"assign": {"value": {"name": "c", "image": "nginx"}},
+            "pathTests": [{"subPath": "spec.containers[name: c]", "condition": "MustNotExist"}]}),
+        ),
+        (
+            "Assign",
+            "a5",
+            "spec.containers[name: d].args",
+            json!({"assign": {"fromMetadata": {"field": "name"}}}),
+        ),
+        (
+            "Assign",
+            "a6",
+            "spec.list",
+            json!({"assign": {"value": ["b"]},
+            "pathTests": [{"subPath": "spec.list", "condition": "MustNotExist"}]}),
+        ),
+        (
+            "ModifySet",
+            "s1",
+            "spec.list",
+            json!({"values": {"fromList": ["a", "b"]}}),
+        ),
+        (
+            "ModifySet",
+            "s2",
+            "spec.list",
+            json!({"operation": "prune", "values": {"fromList": ["b"]}}),
+        ),
+        (
+            "ModifySet",
+            "s3",
+            "spec.containers[name: *].args",
+            json!({"values": {"fromList": ["--v"]}}),
+        ),
+        (
+            "AssignImage",
+            "i1",
+            "spec.containers[name: *].image",
+            json!({"assignDomain": "r.example.com", "assignTag": ":v1"}),
+        ),
+        (
+            "AssignImage",
+            "i2",
+            "spec.containers[name: *].image",
+            json!({"assignPath": "lib/app"}),
+        ),
+        (
+            "AssignMetadata",
+            "m1",
+            "metadata.labels.team",
+            json!({"assign": {"value": "a"}}),
+        ),
+        (
+            "AssignMetadata",
+            "m2",
+            "metadata.annotations.owner",
+            json!({"assign": {"fromMetadata": {"field": "namespace"}}}),
+        ),
+    ];
+    docs.into_iter()
+        .map(|(kind, name, location, parameters)| {
+            let mut object = object_of(kind, location, parameters).unwrap();
+            match &mut object {
+                MutatorObject::Assign(m) => m.metadata.name = Some(name.into()),
+                MutatorObject::AssignImage(m) => m.metadata.name = Some(name.into()),
+                MutatorObject::AssignMetadata(m) => m.metadata.name = Some(name.into()),
+                MutatorObject::ModifySet(m) => m.metadata.name = Some(name.into()),
+            }
+            Mutator::compile(&object).unwrap()
+        })
+        .collect()
+}
+
+/// Pod specs that mostly fit the pool's locations, with odd values mixed in.
+fn spec() -> impl Strategy<Value = Value> {
+    let container = (
+        prop::sample::select(vec!["a", "c", "d"]),
+        prop::option::of(prop::sample::select(vec![
+            "nginx",
+            "a/b:c/d",
+            "x.io/y@sha256:0",
+            "",
+        ])),
+        prop::option::of(prop::collection::vec(
+            prop::sample::select(vec!["--v", "b", "x"]),
+            0..3,
+        )),
+    )
+        .prop_map(|(name, image, args)| {
+            let mut c = json!({"name": name});
+            if let Some(image) = image {
+                c["image"] = json!(image);
+            }
+            if let Some(args) = args {
+                c["args"] = json!(args);
+            }
+            c
+        });
+    prop_oneof![
+        1 => json_value(),
+        3 => (
+            prop::collection::vec(container, 0..4),
+            prop::option::of(prop::collection::vec(prop::sample::select(vec!["a", "b", "c"]), 0..4)),
+        )
+            .prop_map(|(containers, list)| {
+                let mut spec = json!({"containers": containers});
+                if let Some(list) = list {
+                    spec["list"] = json!(list);
+                }
+                spec
+            }),
+    ]
+}
+
+fn pod(spec: Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ns"}, "spec": spec})
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn compile_never_panics(
+        kind in prop::sample::select(vec!["Assign", "AssignMetadata", "ModifySet", "AssignImage"]),
+        location in location(),
+        sub_path in location(),
+        value in json_value(),
+        text in any::<String>(),
+    ) {
+        let parameters = json!({
+            "assign": {"value": value.clone()},
+            "pathTests": [{"subPath": sub_path, "condition": "MustExist"}],
+        });
+        let by_kind = match kind {
+            "ModifySet" => json!({"values": {"fromList": [value]},
+                                  "pathTests": parameters["pathTests"].clone()}),
+            "AssignImage" => json!({"assignDomain": text.clone(), "assignPath": text.clone(),
+                                    "assignTag": text, "pathTests": parameters["pathTests"].clone()}),
+            "AssignMetadata" => json!({"assign": {"value": value}}),
+            _ => parameters,
+        };
+        if let Some(object) = object_of(kind, &location, by_kind) {
+            let _ = Mutator::compile(&object);
+        }
+    }
+
+    #[test]
+    fn mutate_never_panics_on_any_object(
+        picks in prop::collection::vec(0usize..13, 0..8),
+        spec in spec(),
+        whole in json_value(),
+    ) {
+        let pool = pool();
+        let mut system = System::new();
+        for i in picks {
+            system.upsert(pool[i].clone());
+        }
+        let request = Request::create(Some("ns"));
+        let _ = system.mutate(&mut pod(spec), &request);
+        let mut whole = whole;
+        let _ = system.mutate(&mut whole, &request);
+    }
+
+    #[test]
+    fn a_converged_result_is_a_fixed_point(
+        picks in prop::collection::vec(0usize..13, 1..8),
+        spec in spec(),
+    ) {
+        let pool = pool();
+        let mut system = System::new();
+        for i in picks {
+            system.upsert(pool[i].clone());
+        }
+        let request = Request::create(Some("ns"));
+        let mut once = pod(spec);
+        if system.mutate(&mut once, &request).is_ok() {
+            let mut twice = once.clone();
+            let again = system.mutate(&mut twice, &request);
+            prop_assert!(again.is_ok(), "{:?}", again);
+            prop_assert_eq!(twice, once);
+        }
+    }
+}
