@@ -1,0 +1,126 @@
+//! Gatekeeper's own benchmark shapes (pkg/mutation/*_benchmark_test.go), so
+//! sartor's figures sit beside its published ones. Single-threaded.
+//! Run: `cargo bench -p sartor-engine --bench gatekeeper`.
+
+#![allow(clippy::panic, clippy::unwrap_used)]
+
+mod common;
+
+use std::hint::black_box;
+
+use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_main};
+use sartor_engine::{Mutator, Request, System};
+use serde_json::{Value, json};
+
+use common::{apply_to, mutator};
+
+const DEPTHS: [usize; 5] = [1, 2, 5, 10, 20];
+
+/// `spec.spec.spec...` with `depth` fields.
+fn location(depth: usize) -> String {
+    vec!["spec"; depth].join(".")
+}
+
+/// A mutator at `depth`, optionally blocked by MustNotExist on its whole
+/// location, already applied once to an empty object (as Gatekeeper's
+/// benchmark does before timing).
+fn prepared(kind: &str, depth: usize, blocked: bool, parameters: Value) -> (Mutator, Value) {
+    let location = location(depth);
+    let mut parameters = parameters;
+    if blocked {
+        parameters["pathTests"] = json!([{"subPath": location, "condition": "MustNotExist"}]);
+    }
+    let m = mutator(
+        kind,
+        "bench",
+        json!({"applyTo": apply_to("", "v1", "Pod"), "location": location, "parameters": parameters}),
+    );
+    let mut object = json!({});
+    m.apply(&mut object, &Request::create(None)).unwrap();
+    (m, object)
+}
+
+fn per_kind(c: &mut Criterion, name: &str, kind: &str, parameters: &Value) {
+    let mut group = c.benchmark_group(name);
+    for (label, blocked) in [("always mutate", false), ("never mutate", true)] {
+        for depth in DEPTHS {
+            let (m, mut object) = prepared(kind, depth, blocked, parameters.clone());
+            let request = Request::create(None);
+            group.bench_function(BenchmarkId::new(label, format!("{depth}-depth")), |b| {
+                b.iter(|| m.apply(black_box(&mut object), &request))
+            });
+        }
+    }
+    group.finish();
+}
+
+fn system_mutate(c: &mut Criterion) {
+    let mut group = c.benchmark_group("System_Mutate");
+    let mut system = System::new();
+    system.upsert(mutator(
+        "Assign",
+        "bench",
+        json!({"applyTo": apply_to("", "v1", "Pod"), "location": "spec",
+               "parameters": {"assign": {"value": ""}}}),
+    ));
+    let request = Request::create(None);
+    // Gatekeeper's shape: an empty object with no kind, which its
+    // `applyTo: ["*"]` never matches either.
+    group.bench_function("empty object, no kind", |b| {
+        b.iter_batched_ref(
+            || json!({}),
+            |object| system.mutate(object, &request),
+            BatchSize::SmallInput,
+        )
+    });
+    // The same Assign actually applying: two passes, one change.
+    group.bench_function("empty Pod, Assign applies", |b| {
+        b.iter_batched_ref(
+            || json!({"apiVersion": "v1", "kind": "Pod"}),
+            |object| system.mutate(object, &request),
+            BatchSize::SmallInput,
+        )
+    });
+    group.finish();
+}
+
+fn mutators(c: &mut Criterion) {
+    per_kind(c, "AssignMutator_Mutate", "Assign", &json!({"assign": {"value": "foo"}}));
+    per_kind(
+        c,
+        "AssignImageMutator_Mutate",
+        "AssignImage",
+        &json!({"assignDomain": "a.b.c", "assignPath": "lib/repo", "assignTag": ":latest"}),
+    );
+    per_kind(
+        c,
+        "ModifySetMutator_Mutate",
+        "ModifySet",
+        &json!({"values": {"fromList": ["foo", "bar"]}}),
+    );
+}
+
+fn assign_metadata(c: &mut Criterion) {
+    let mut group = c.benchmark_group("AssignMetadataMutator_Mutate");
+    let m = mutator(
+        "AssignMetadata",
+        "bench",
+        json!({"location": "metadata.labels.foo", "parameters": {"assign": {"value": "bar"}}}),
+    );
+    let request = Request::create(None);
+    group.bench_function("adding", |b| {
+        b.iter_batched_ref(
+            || json!({"metadata": {"labels": {"app": "web"}}}),
+            |object| m.apply(object, &request),
+            BatchSize::SmallInput,
+        )
+    });
+    let mut present = json!({"metadata": {"labels": {"app": "web", "foo": "bar"}}});
+    group.bench_function("already present", |b| {
+        b.iter(|| m.apply(black_box(&mut present), &request))
+    });
+    group.finish();
+}
+
+criterion_group!(benches, system_mutate, mutators, assign_metadata);
+criterion_main!(benches);

@@ -1,0 +1,117 @@
+//! How mutation cost grows with the number of mutators loaded and matching.
+//! Run: `cargo bench -p sartor-engine --bench scale`.
+
+#![allow(clippy::panic, clippy::unwrap_used)]
+
+mod common;
+
+use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_main};
+use sartor_engine::{Request, System};
+use serde_json::{Map, Value, json};
+
+use common::{apply_to, mutator};
+
+fn three_container_pod() -> Value {
+    let container = |name: &str, image: &str| {
+        json!({"name": name, "image": image, "ports": [{"containerPort": 8080}],
+               "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}})
+    };
+    json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "web-7d9f", "namespace": "shop", "labels": {"app": "web", "tier": "front"}},
+        "spec": {
+            "containers": [
+                container("app", "registry.example.com/shop/web:1.4.2"),
+                container("proxy", "envoyproxy/envoy:v1.30"),
+                container("log", "fluent/fluent-bit:3.0"),
+            ],
+            "serviceAccountName": "web",
+        },
+    })
+}
+
+/// Ten realistic mutators that apply to Pods.
+fn matching_ten(system: &mut System) {
+    let pod = || apply_to("", "v1", "Pod");
+    let specs = [
+        ("Assign", "pull-always", json!({"applyTo": pod(), "location": "spec.containers[name: *].imagePullPolicy", "parameters": {"assign": {"value": "Always"}}})),
+        ("Assign", "seccomp", json!({"applyTo": pod(), "location": "spec.securityContext.seccompProfile.type", "parameters": {"assign": {"value": "RuntimeDefault"}}})),
+        ("Assign", "non-root", json!({"applyTo": pod(), "location": "spec.containers[name: *].securityContext.runAsNonRoot", "parameters": {"assign": {"value": true}}})),
+        ("Assign", "no-priv-esc", json!({"applyTo": pod(), "location": "spec.containers[name: *].securityContext.allowPrivilegeEscalation", "parameters": {"assign": {"value": false}}})),
+        ("Assign", "host-from-name", json!({"applyTo": pod(), "location": "spec.hostname", "parameters": {"assign": {"fromMetadata": {"field": "name"}}}})),
+        ("Assign", "sidecar", json!({"applyTo": pod(), "location": "spec.containers[name: metrics]", "parameters": {"assign": {"value": {"name": "metrics", "image": "prom/exporter:1"}}, "pathTests": [{"subPath": "spec.containers[name: metrics]", "condition": "MustNotExist"}]}})),
+        ("AssignImage", "mirror", json!({"applyTo": pod(), "location": "spec.containers[name: *].image", "parameters": {"assignDomain": "mirror.example.com"}})),
+        ("ModifySet", "drop-debug", json!({"applyTo": pod(), "location": "spec.containers[name: *].args", "parameters": {"operation": "prune", "values": {"fromList": ["--debug"]}}})),
+        ("AssignMetadata", "owner", json!({"match": {"namespaces": ["shop"]}, "location": "metadata.labels.owner", "parameters": {"assign": {"fromMetadata": {"field": "namespace"}}}})),
+        ("AssignMetadata", "policy", json!({"location": "metadata.annotations.\"example.com/policy\"", "parameters": {"assign": {"value": "strict"}}})),
+    ];
+    for (kind, name, spec) in specs {
+        system.upsert(mutator(kind, name, spec));
+    }
+}
+
+fn pod_through_many(c: &mut Criterion) {
+    let mut group = c.benchmark_group("pod through N mutators, 10 matching");
+    for total in [10usize, 100, 1_000, 10_000] {
+        let mut system = System::new();
+        matching_ten(&mut system);
+        // The rest apply to other kinds (100 CRDs), as in a cluster with many
+        // teams' mutators: none can ever apply to a Pod.
+        for i in 0..total - 10 {
+            let kind = format!("Widget{}", i % 100);
+            system.upsert(mutator(
+                "Assign",
+                &format!("other-{i:05}"),
+                json!({"applyTo": apply_to("example.com", "v1", &kind),
+                       "location": format!("spec.field{i}"),
+                       "parameters": {"assign": {"value": i}}}),
+            ));
+        }
+        let pod = three_container_pod();
+        let request = Request::create(Some("shop"));
+        group.bench_function(BenchmarkId::from_parameter(total), |b| {
+            b.iter_batched_ref(
+                || pod.clone(),
+                |object| system.mutate(object, &request).unwrap(),
+                BatchSize::SmallInput,
+            )
+        });
+    }
+    group.finish();
+}
+
+fn configmap_through_many(c: &mut Criterion) {
+    let mut group = c.benchmark_group("configmap with 500 entries, N matching Assigns");
+    let mut data = Map::new();
+    for i in 0..500 {
+        data.insert(format!("key-{i:03}"), json!(format!("value-{i}")));
+    }
+    let configmap = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                           "metadata": {"name": "settings", "namespace": "shop"}, "data": data});
+    for n in [1usize, 10, 100, 1_000] {
+        let mut system = System::new();
+        for i in 0..n {
+            // Half overwrite existing entries, half add new ones.
+            system.upsert(mutator(
+                "Assign",
+                &format!("set-{i:04}"),
+                json!({"applyTo": apply_to("", "v1", "ConfigMap"),
+                       "location": format!("data.key-{:03}", i * 2),
+                       "parameters": {"assign": {"value": "mutated"}}}),
+            ));
+        }
+        let request = Request::create(Some("shop"));
+        group.bench_function(BenchmarkId::from_parameter(n), |b| {
+            b.iter_batched_ref(
+                || configmap.clone(),
+                |object| system.mutate(object, &request).unwrap(),
+                BatchSize::SmallInput,
+            )
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, pod_through_many, configmap_through_many);
+criterion_main!(benches);
