@@ -85,7 +85,12 @@ fn system_mutate(c: &mut Criterion) {
 }
 
 fn mutators(c: &mut Criterion) {
-    per_kind(c, "AssignMutator_Mutate", "Assign", &json!({"assign": {"value": "foo"}}));
+    per_kind(
+        c,
+        "AssignMutator_Mutate",
+        "Assign",
+        &json!({"assign": {"value": "foo"}}),
+    );
     per_kind(
         c,
         "AssignImageMutator_Mutate",

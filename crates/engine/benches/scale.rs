@@ -35,16 +35,56 @@ fn three_container_pod() -> Value {
 fn matching_ten(system: &mut System) {
     let pod = || apply_to("", "v1", "Pod");
     let specs = [
-        ("Assign", "pull-always", json!({"applyTo": pod(), "location": "spec.containers[name: *].imagePullPolicy", "parameters": {"assign": {"value": "Always"}}})),
-        ("Assign", "seccomp", json!({"applyTo": pod(), "location": "spec.securityContext.seccompProfile.type", "parameters": {"assign": {"value": "RuntimeDefault"}}})),
-        ("Assign", "non-root", json!({"applyTo": pod(), "location": "spec.containers[name: *].securityContext.runAsNonRoot", "parameters": {"assign": {"value": true}}})),
-        ("Assign", "no-priv-esc", json!({"applyTo": pod(), "location": "spec.containers[name: *].securityContext.allowPrivilegeEscalation", "parameters": {"assign": {"value": false}}})),
-        ("Assign", "host-from-name", json!({"applyTo": pod(), "location": "spec.hostname", "parameters": {"assign": {"fromMetadata": {"field": "name"}}}})),
-        ("Assign", "sidecar", json!({"applyTo": pod(), "location": "spec.containers[name: metrics]", "parameters": {"assign": {"value": {"name": "metrics", "image": "prom/exporter:1"}}, "pathTests": [{"subPath": "spec.containers[name: metrics]", "condition": "MustNotExist"}]}})),
-        ("AssignImage", "mirror", json!({"applyTo": pod(), "location": "spec.containers[name: *].image", "parameters": {"assignDomain": "mirror.example.com"}})),
-        ("ModifySet", "drop-debug", json!({"applyTo": pod(), "location": "spec.containers[name: *].args", "parameters": {"operation": "prune", "values": {"fromList": ["--debug"]}}})),
-        ("AssignMetadata", "owner", json!({"match": {"namespaces": ["shop"]}, "location": "metadata.labels.owner", "parameters": {"assign": {"fromMetadata": {"field": "namespace"}}}})),
-        ("AssignMetadata", "policy", json!({"location": "metadata.annotations.\"example.com/policy\"", "parameters": {"assign": {"value": "strict"}}})),
+        (
+            "Assign",
+            "pull-always",
+            json!({"applyTo": pod(), "location": "spec.containers[name: *].imagePullPolicy", "parameters": {"assign": {"value": "Always"}}}),
+        ),
+        (
+            "Assign",
+            "seccomp",
+            json!({"applyTo": pod(), "location": "spec.securityContext.seccompProfile.type", "parameters": {"assign": {"value": "RuntimeDefault"}}}),
+        ),
+        (
+            "Assign",
+            "non-root",
+            json!({"applyTo": pod(), "location": "spec.containers[name: *].securityContext.runAsNonRoot", "parameters": {"assign": {"value": true}}}),
+        ),
+        (
+            "Assign",
+            "no-priv-esc",
+            json!({"applyTo": pod(), "location": "spec.containers[name: *].securityContext.allowPrivilegeEscalation", "parameters": {"assign": {"value": false}}}),
+        ),
+        (
+            "Assign",
+            "host-from-name",
+            json!({"applyTo": pod(), "location": "spec.hostname", "parameters": {"assign": {"fromMetadata": {"field": "name"}}}}),
+        ),
+        (
+            "Assign",
+            "sidecar",
+            json!({"applyTo": pod(), "location": "spec.containers[name: metrics]", "parameters": {"assign": {"value": {"name": "metrics", "image": "prom/exporter:1"}}, "pathTests": [{"subPath": "spec.containers[name: metrics]", "condition": "MustNotExist"}]}}),
+        ),
+        (
+            "AssignImage",
+            "mirror",
+            json!({"applyTo": pod(), "location": "spec.containers[name: *].image", "parameters": {"assignDomain": "mirror.example.com"}}),
+        ),
+        (
+            "ModifySet",
+            "drop-debug",
+            json!({"applyTo": pod(), "location": "spec.containers[name: *].args", "parameters": {"operation": "prune", "values": {"fromList": ["--debug"]}}}),
+        ),
+        (
+            "AssignMetadata",
+            "owner",
+            json!({"match": {"namespaces": ["shop"]}, "location": "metadata.labels.owner", "parameters": {"assign": {"fromMetadata": {"field": "namespace"}}}}),
+        ),
+        (
+            "AssignMetadata",
+            "policy",
+            json!({"location": "metadata.annotations.\"example.com/policy\"", "parameters": {"assign": {"value": "strict"}}}),
+        ),
     ];
     for (kind, name, spec) in specs {
         system.upsert(mutator(kind, name, spec));
