@@ -2,7 +2,7 @@
 //! sartor's figures sit beside its published ones. Single-threaded.
 //! Run: `cargo bench -p sartor-engine --bench gatekeeper`.
 
-#![allow(clippy::panic, clippy::unwrap_used)]
+#![allow(clippy::panic, clippy::unwrap_used, clippy::indexing_slicing)]
 
 mod common;
 

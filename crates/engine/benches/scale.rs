@@ -1,7 +1,7 @@
 //! How mutation cost grows with the number of mutators loaded and matching.
 //! Run: `cargo bench -p sartor-engine --bench scale`.
 
-#![allow(clippy::panic, clippy::unwrap_used)]
+#![allow(clippy::panic, clippy::unwrap_used, clippy::indexing_slicing)]
 
 mod common;
 
