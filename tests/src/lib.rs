@@ -6,9 +6,21 @@
 use std::path::{Path, PathBuf};
 
 /// The workspace root: the directory holding the top-level `Cargo.toml`.
+///
+/// Read from cargo's run-time `CARGO_MANIFEST_DIR` first: a build reused from
+/// a shared target directory keeps the compile-time path of whichever
+/// checkout built it, which may no longer exist.
 pub fn workspace_root() -> PathBuf {
-    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
-    here.parent().unwrap_or(here).to_path_buf()
+    let here = manifest_dir(env!("CARGO_MANIFEST_DIR"));
+    here.parent().map(Path::to_path_buf).unwrap_or(here)
+}
+
+/// The package directory cargo runs a test in, else `compiled` (the
+/// compile-time `env!("CARGO_MANIFEST_DIR")` of the caller).
+pub fn manifest_dir(compiled: &str) -> PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(compiled))
 }
 
 /// Reads a file relative to the workspace root.
