@@ -256,39 +256,29 @@ impl System {
             return Ok(mutation);
         }
         let max_passes = self.mutators.len() + 1;
+        // A pass has converged when it changed nothing, or when it ended where
+        // it started. The second needs the object as the pass found it, but a
+        // pass whose changes touch disjoint places cannot end where it started,
+        // so sartor keeps a copy of the input only, and rebuilds a pass's
+        // start by replaying the earlier passes when changes overlap (two
+        // mutators fighting over a field). From then on it keeps a copy per pass.
+        let mut original: Option<Value> = None;
+        let mut snapshots = false;
         for pass in 1..=max_passes {
             mutation.passes = pass;
             let first_change = mutation.changes.len();
             let mut before: Option<Value> = None;
             for mutator in &candidates {
-                let matches = mutator.matches(object, &gvk, request).map_err(|source| {
-                    fail(
-                        object,
-                        &gvk,
-                        request,
-                        Failure::Match {
-                            mutator: mutator.id().clone(),
-                            source,
-                        },
-                    )
-                })?;
-                if !matches {
+                if !self.matches(mutator, object, &gvk, request)? {
                     continue;
                 }
-                if before.is_none() {
+                if original.is_none() {
+                    original = Some(object.clone());
+                }
+                if snapshots && before.is_none() {
                     before = Some(object.clone());
                 }
-                let walked = mutator.apply(object, request).map_err(|source| {
-                    fail(
-                        object,
-                        &gvk,
-                        request,
-                        Failure::Apply {
-                            mutator: mutator.id().clone(),
-                            source,
-                        },
-                    )
-                })?;
+                let walked = self.apply(mutator, object, &gvk, request)?;
                 for changed in walked.changed {
                     mutation.changes.push(Change {
                         pass,
@@ -297,8 +287,22 @@ impl System {
                     });
                 }
             }
-            let changed = mutation.changes.len() > first_change;
-            if !changed || before.as_ref() == Some(object) {
+            let changes = mutation.changes.get(first_change..).unwrap_or_default();
+            let converged = if changes.is_empty() {
+                true
+            } else if snapshots {
+                before.as_ref() == Some(object)
+            } else if !overlapping(changes) {
+                false
+            } else {
+                let mut start = original.clone().unwrap_or_default();
+                for _ in 1..pass {
+                    self.replay_pass(&candidates, &mut start, &gvk, request)?;
+                }
+                snapshots = true;
+                start == *object
+            };
+            if converged {
                 if self.annotate && !mutation.changes.is_empty() {
                     self.annotate_object(object, &mutation);
                 }
@@ -326,6 +330,49 @@ impl System {
                 changing,
             },
         ))
+    }
+
+    fn matches(
+        &self,
+        mutator: &Mutator,
+        object: &Value,
+        gvk: &Gvk,
+        request: &Request<'_>,
+    ) -> Result<bool, MutateError> {
+        mutator.matches(object, gvk, request).map_err(|source| {
+            let mutator = mutator.id().clone();
+            fail(object, gvk, request, Failure::Match { mutator, source })
+        })
+    }
+
+    fn apply(
+        &self,
+        mutator: &Mutator,
+        object: &mut Value,
+        gvk: &Gvk,
+        request: &Request<'_>,
+    ) -> Result<crate::walk::Walked, MutateError> {
+        mutator.apply(object, request).map_err(|source| {
+            let mutator = mutator.id().clone();
+            fail(object, gvk, request, Failure::Apply { mutator, source })
+        })
+    }
+
+    /// Runs one pass again on a copy, to rebuild the state a later pass
+    /// started from (mutation is deterministic).
+    fn replay_pass(
+        &self,
+        candidates: &[&Arc<Mutator>],
+        object: &mut Value,
+        gvk: &Gvk,
+        request: &Request<'_>,
+    ) -> Result<(), MutateError> {
+        for mutator in candidates {
+            if self.matches(mutator, object, gvk, request)? {
+                self.apply(mutator, object, gvk, request)?;
+            }
+        }
+        Ok(())
     }
 
     /// The mutators that may apply to `gvk`, in order, conflicting ones left out.
@@ -393,6 +440,30 @@ impl System {
     }
 }
 
+/// Whether some change of a pass may have undone another: two changes at the
+/// same place, or one inside the other. Conservative (a glob left in a path,
+/// or a quoted name that looks like a boundary, counts as overlapping): a
+/// false "overlapping" costs a replay, a false "disjoint" would be a bug.
+fn overlapping(changes: &[Change]) -> bool {
+    let mut seen = std::collections::HashSet::with_capacity(changes.len());
+    let mut paths = Vec::with_capacity(changes.len());
+    for change in changes {
+        if change.path.has_glob() {
+            return true;
+        }
+        let path = change.path.to_string();
+        if !seen.insert(path.clone()) {
+            return true;
+        }
+        paths.push(path);
+    }
+    paths.iter().any(|path| {
+        path.char_indices()
+            .filter(|(_, c)| *c == '.' || *c == '[')
+            .any(|(i, _)| path.get(..i).is_some_and(|prefix| seen.contains(prefix)))
+    })
+}
+
 fn fail(object: &Value, gvk: &Gvk, request: &Request<'_>, reason: Failure) -> MutateError {
     MutateError {
         object: Box::new(ObjectRef::of(object, gvk, request)),
@@ -447,6 +518,43 @@ impl fmt::Display for ObjectRef {
             (Some(ns), true) => write!(f, " in namespace {ns}"),
             (None, false) => write!(f, " {}", self.name),
             (None, true) => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sartor_api::MutatorKind;
+
+    fn changes(paths: &[&str]) -> Vec<Change> {
+        paths
+            .iter()
+            .map(|p| Change {
+                pass: 1,
+                mutator: MutatorId::new(MutatorKind::Assign, "a"),
+                path: Path::parse(p).unwrap(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn changes_overlap_when_one_is_at_or_inside_another() {
+        let cases = [
+            (&["spec.a", "spec.b"][..], false),
+            (&["spec.a", "spec.ab", "spec.a-b"][..], false),
+            (
+                &["spec.c[name: x].image", "spec.c[name: y].image"][..],
+                false,
+            ),
+            (&["spec.a", "spec.a"][..], true),
+            (&["spec.a.b", "spec.a"][..], true),
+            (&["spec.c[name: x]", "spec.c[name: x].image"][..], true),
+            (&["spec.c", "spec.c[name: x].image"][..], true),
+            (&["spec.c[name: *].image"][..], true),
+        ];
+        for (paths, want) in cases {
+            assert_eq!(overlapping(&changes(paths)), want, "{paths:?}");
         }
     }
 }
