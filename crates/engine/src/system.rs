@@ -295,12 +295,16 @@ impl System {
             } else if !overlapping(changes) {
                 false
             } else {
-                let mut start = original.clone().unwrap_or_default();
-                for _ in 1..pass {
-                    self.replay_pass(&candidates, &mut start, &gvk, request)?;
-                }
                 snapshots = true;
-                start == *object
+                if pass == 1 {
+                    original.as_ref() == Some(object)
+                } else {
+                    let mut start = original.clone().unwrap_or_default();
+                    for _ in 1..pass {
+                        self.replay_pass(&candidates, &mut start, &gvk, request)?;
+                    }
+                    start == *object
+                }
             };
             if converged {
                 if self.annotate && !mutation.changes.is_empty() {
@@ -441,26 +445,20 @@ impl System {
 }
 
 /// Whether some change of a pass may have undone another: two changes at the
-/// same place, or one inside the other. Conservative (a glob left in a path,
-/// or a quoted name that looks like a boundary, counts as overlapping): a
-/// false "overlapping" costs a replay, a false "disjoint" would be a bug.
+/// same place, or one inside the other. Conservative (a glob left in a path
+/// counts as overlapping): a false "overlapping" costs a replay, a false
+/// "disjoint" would be a bug.
 fn overlapping(changes: &[Change]) -> bool {
-    let mut seen = std::collections::HashSet::with_capacity(changes.len());
-    let mut paths = Vec::with_capacity(changes.len());
+    let mut seen: std::collections::HashSet<&[sartor_location::Node]> =
+        std::collections::HashSet::with_capacity(changes.len());
     for change in changes {
-        if change.path.has_glob() {
+        if change.path.has_glob() || !seen.insert(change.path.nodes()) {
             return true;
         }
-        let path = change.path.to_string();
-        if !seen.insert(path.clone()) {
-            return true;
-        }
-        paths.push(path);
     }
-    paths.iter().any(|path| {
-        path.char_indices()
-            .filter(|(_, c)| *c == '.' || *c == '[')
-            .any(|(i, _)| path.get(..i).is_some_and(|prefix| seen.contains(prefix)))
+    changes.iter().any(|change| {
+        let nodes = change.path.nodes();
+        (1..nodes.len()).any(|len| nodes.get(..len).is_some_and(|prefix| seen.contains(prefix)))
     })
 }
 
