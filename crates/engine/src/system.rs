@@ -261,9 +261,12 @@ impl System {
         // pass whose changes touch disjoint places cannot end where it started,
         // so sartor keeps a copy of the input only, and rebuilds a pass's
         // start by replaying the earlier passes when changes overlap (two
-        // mutators fighting over a field). From then on it keeps a copy per pass.
+        // mutators fighting over a field).
         let mut original: Option<Value> = None;
         let mut snapshots = false;
+        // Replays cost a pass each; a set that keeps overlapping (an
+        // oscillation) switches to a copy per pass instead.
+        let mut replays = 2u8;
         for pass in 1..=max_passes {
             mutation.passes = pass;
             let first_change = mutation.changes.len();
@@ -294,17 +297,16 @@ impl System {
                 before.as_ref() == Some(object)
             } else if !overlapping(changes) {
                 false
+            } else if pass == 1 {
+                original.as_ref() == Some(object)
             } else {
-                snapshots = true;
-                if pass == 1 {
-                    original.as_ref() == Some(object)
-                } else {
-                    let mut start = original.clone().unwrap_or_default();
-                    for _ in 1..pass {
-                        self.replay_pass(&candidates, &mut start, &gvk, request)?;
-                    }
-                    start == *object
+                replays -= 1;
+                snapshots = replays == 0;
+                let mut start = original.clone().unwrap_or_default();
+                for _ in 1..pass {
+                    self.replay_pass(&candidates, &mut start, &gvk, request)?;
                 }
+                start == *object
             };
             if converged {
                 if self.annotate && !mutation.changes.is_empty() {
