@@ -143,6 +143,15 @@ pub enum Problem {
         /// The location as written.
         location: String,
     },
+    /// A location deeper than any object sartor can read.
+    #[error(
+        "spec.location: {nodes} fields and list selectors is deeper than the maximum of {max} (no object nests that deep)",
+        max = MAX_LOCATION_NODES
+    )]
+    LocationTooDeep {
+        /// How many nodes it has.
+        nodes: usize,
+    },
     /// AssignMetadata location longer than the CRD allows.
     #[error("spec.location: {len} characters is longer than the maximum of 512")]
     LocationTooLong {
@@ -501,9 +510,18 @@ struct Parts {
     action: Action,
 }
 
+/// The most nodes a location may have. serde_json and serde_yaml refuse
+/// documents nested deeper than 128 levels, so no object sartor reads could
+/// hold a deeper field, and the walk recurses once per node.
+pub const MAX_LOCATION_NODES: usize = 128;
+
 /// Parses `spec.location`.
 fn parse_location(location: &str) -> Result<Path, Problem> {
-    Path::parse(location).map_err(Problem::Location)
+    let path = Path::parse(location).map_err(Problem::Location)?;
+    if path.len() > MAX_LOCATION_NODES {
+        return Err(Problem::LocationTooDeep { nodes: path.len() });
+    }
+    Ok(path)
 }
 
 /// Parses `pathTests` and checks them against the location.

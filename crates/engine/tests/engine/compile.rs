@@ -301,3 +301,20 @@ fn names_and_selectors_are_checked() {
         "Assign a: spec.match.namespaceSelector: invalid label selector key \"Bad Key\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
     );
 }
+
+#[test]
+fn locations_deeper_than_any_object_are_rejected() {
+    let deep = vec!["spec"; 129].join(".");
+    assert_eq!(
+        compile_error(&assign("a", &deep, "{assign: {value: 1}}")),
+        "Assign a: spec.location: 129 fields and list selectors is deeper than the maximum of 128 (no object nests that deep)"
+    );
+    // Far deeper input is rejected the same way, without exhausting the stack.
+    let huge = vec!["a"; 200_000].join(".");
+    assert!(compile_error(&assign("a", &huge, "{assign: {value: 1}}")).contains("200000 fields"));
+    compile(&assign(
+        "a",
+        &vec!["spec"; 128].join("."),
+        "{assign: {value: 1}}",
+    ));
+}
