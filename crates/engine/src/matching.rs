@@ -162,9 +162,10 @@ impl Matcher {
         let Some(pattern) = &self.name else {
             return true;
         };
-        metadata_str(object, "name").is_some_and(|name| pattern.matches(name))
-            || metadata_str(object, "generateName")
-                .is_some_and(|prefix| pattern.matches_generate_name(prefix))
+        // A missing name reads as "", which `*` matches, as in Gatekeeper.
+        pattern.matches(metadata_str(object, "name").unwrap_or_default())
+            || pattern
+                .matches_generate_name(metadata_str(object, "generateName").unwrap_or_default())
     }
 
     fn source_match(&self, source: Source) -> bool {

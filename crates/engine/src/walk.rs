@@ -79,6 +79,18 @@ pub enum WalkError {
         /// What it holds.
         found: &'static str,
     },
+    /// A keyed list holding something other than objects.
+    #[error("element {index} of {list} is {found}, not an object with a {key} field")]
+    ElementNotAnObject {
+        /// The list.
+        list: Place,
+        /// The element's position, from 0.
+        index: usize,
+        /// What it is.
+        found: &'static str,
+        /// The key field the selector looks for.
+        key: String,
+    },
     /// A location ending in `[key: *]`: there is no single element to set.
     #[error("{at}: a location cannot end in a glob")]
     GlobAtEnd {
@@ -362,11 +374,13 @@ impl Walk<'_> {
             .setter
             .keyed_list_value()
             .map_err(|source| WalkError::Set { at: at(), source })?;
-        for existing in list.iter_mut() {
+        for (index, existing) in list.iter_mut().enumerate() {
             let Value::Object(existing_map) = existing else {
-                return Err(WalkError::NotAnObject {
-                    at: at(),
+                return Err(WalkError::ElementNotAnObject {
+                    list: self.place(depth),
+                    index,
                     found: kind_of(existing),
+                    key: selector.key_field.clone(),
                 });
             };
             if existing_map
@@ -756,6 +770,20 @@ mod tests {
         assert_eq!(
             run("spec", &[], json!(1), json!([1])).0,
             Err("the object is a list, not an object".to_string())
+        );
+    }
+
+    #[test]
+    fn a_keyed_list_of_non_objects_names_the_element() {
+        assert_eq!(
+            run(
+                "spec.c[name: x]",
+                &[],
+                json!({"name": "x"}),
+                json!({"spec": {"c": [{"name": "y"}, "s"]}})
+            )
+            .0,
+            Err("element 1 of spec.c is a string, not an object with a name field".to_string())
         );
     }
 

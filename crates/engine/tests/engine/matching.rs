@@ -156,6 +156,10 @@ fn name_matches_the_name_or_a_generated_name() {
         json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"generateName": "web-"}});
     assert_eq!(matches("{name: 'web-*'}", &generated, &create), Ok(true));
     assert_eq!(matches("{name: 'web-'}", &generated, &create), Ok(false));
+    // A missing name reads as "": only `*` matches it.
+    let nameless = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {}});
+    assert_eq!(matches("{name: '*'}", &nameless, &create), Ok(true));
+    assert_eq!(matches("{name: 'web*'}", &nameless, &create), Ok(false));
     // An empty name is no criterion.
     assert_eq!(matches("{name: ''}", &pod_in("default"), &create), Ok(true));
 }
