@@ -1,0 +1,53 @@
+//! `sartor`: Gatekeeper-style mutation for Kubernetes.
+//!
+//! The binary is a thin shell: it reads files, hands them to the engine and
+//! prints results. Results go to stdout, problems to stderr. Exit codes:
+//! 0 ok, 1 a mutation failed, 2 invalid input.
+
+mod load;
+mod mutate;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Gatekeeper-style mutation for Kubernetes, offline and in the cluster.
+#[derive(Debug, Parser)]
+#[command(name = "sartor", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    Mutate(mutate::MutateArgs),
+}
+
+/// How a command ended, mapped to the exit code other tools rely on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Everything worked.
+    Ok,
+    /// At least one mutation failed (for example, it did not converge).
+    MutationFailed,
+    /// The input could not be used: unreadable files, invalid mutators,
+    /// schema conflicts.
+    InvalidInput,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let outcome = match cli.command {
+        Command::Mutate(args) => mutate::run(&args),
+    };
+    match outcome {
+        Ok(Outcome::Ok) => ExitCode::SUCCESS,
+        Ok(Outcome::MutationFailed) => ExitCode::from(1),
+        Ok(Outcome::InvalidInput) => ExitCode::from(2),
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,195 @@
+//! `sartor mutate`: apply the mutators to objects read from files, as the
+//! webhook would, and print the results in input order.
+
+use std::collections::HashMap;
+
+use anyhow::Context as _;
+use clap::{Args, ValueEnum};
+use sartor_api::{Document, Input, read_documents};
+use sartor_engine::matching::MatchError;
+use sartor_engine::{Failure, Gvk, Operation, Request};
+use serde_json::{Value, json};
+
+use crate::{Outcome, load};
+
+/// Apply mutators to Kubernetes objects and print the results.
+///
+/// Objects are read from files, directories (recursively: *.yaml, *.yml,
+/// *.json) or `-` for stdin (the default when no PATH is given), and printed in
+/// input order. An object's namespace is its `metadata.namespace`; objects
+/// without one are mutated as cluster-scoped.
+#[derive(Debug, Args)]
+pub struct MutateArgs {
+    /// A mutator file or directory (sartor's or Gatekeeper's apiVersions);
+    /// repeat the flag for more.
+    #[arg(long = "mutators", short = 'm', value_name = "PATH", required = true, action = clap::ArgAction::Append)]
+    mutators: Vec<String>,
+    /// A file or directory of Namespace objects, for namespaceSelector;
+    /// repeat the flag for more. Namespaces among the inputs count too.
+    #[arg(long = "namespaces", value_name = "PATH", action = clap::ArgAction::Append)]
+    namespaces: Vec<String>,
+    /// The admission operation to mutate for.
+    #[arg(long, value_enum, default_value_t = OperationArg::Create)]
+    operation: OperationArg,
+    /// Output format.
+    #[arg(long, short = 'o', value_enum, default_value_t = Format::Yaml)]
+    output: Format,
+    /// Objects to mutate: files, directories, or `-` for stdin.
+    #[arg(value_name = "PATH")]
+    inputs: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum OperationArg {
+    #[value(name = "CREATE")]
+    Create,
+    #[value(name = "UPDATE")]
+    Update,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Format {
+    Yaml,
+    Json,
+}
+
+/// Runs `sartor mutate`.
+///
+/// # Errors
+/// Only for output that cannot be written or serialized.
+pub fn run(args: &MutateArgs) -> anyhow::Result<Outcome> {
+    let Some(system) = load::system(&args.mutators) else {
+        return Ok(Outcome::InvalidInput);
+    };
+    let inputs: Vec<Input> = if args.inputs.is_empty() {
+        vec![Input::Stdin]
+    } else {
+        args.inputs.iter().map(|p| Input::from_arg(p)).collect()
+    };
+    let (documents, errors) = read_documents(&inputs);
+    let namespace_paths: Vec<Input> = args.namespaces.iter().map(|p| Input::from_arg(p)).collect();
+    let (namespace_docs, namespace_errors) = read_documents(&namespace_paths);
+    let mut invalid = false;
+    for error in errors.iter().chain(&namespace_errors) {
+        eprintln!("error: {error}");
+        invalid = true;
+    }
+    let mut namespaces: HashMap<String, Value> = HashMap::new();
+    for document in &namespace_docs {
+        match namespace_name(&document.value) {
+            Some(name) => {
+                namespaces.insert(name.to_string(), document.value.clone());
+            }
+            None => {
+                eprintln!(
+                    "error: {}: --namespaces takes v1 Namespace objects only",
+                    document.origin
+                );
+                invalid = true;
+            }
+        }
+    }
+    if invalid {
+        return Ok(Outcome::InvalidInput);
+    }
+    for document in &documents {
+        if let Some(name) = namespace_name(&document.value) {
+            namespaces
+                .entry(name.to_string())
+                .or_insert_with(|| document.value.clone());
+        }
+    }
+    let operation = match args.operation {
+        OperationArg::Create => Operation::Create,
+        OperationArg::Update => Operation::Update,
+    };
+    let mut outcome = Outcome::Ok;
+    let mut results = Vec::with_capacity(documents.len());
+    for document in &documents {
+        match mutate_one(&system, document, operation, &namespaces) {
+            Ok(object) => results.push(object),
+            Err(message) => {
+                eprintln!("error: {message}");
+                outcome = Outcome::MutationFailed;
+            }
+        }
+    }
+    print(&results, args.output)?;
+    Ok(outcome)
+}
+
+fn mutate_one(
+    system: &sartor_engine::System,
+    document: &Document,
+    operation: Operation,
+    namespaces: &HashMap<String, Value>,
+) -> Result<Value, String> {
+    let mut object = document.value.clone();
+    let gvk = Gvk::of(&object);
+    let namespace = if gvk.is_namespace() {
+        None
+    } else {
+        object
+            .get("metadata")
+            .and_then(|m| m.get("namespace"))
+            .and_then(Value::as_str)
+            .filter(|ns| !ns.is_empty())
+            .map(str::to_string)
+    };
+    let request = Request {
+        operation,
+        source: sartor_engine::Source::Original,
+        namespace: namespace.as_deref(),
+        namespace_object: namespace.as_deref().and_then(|ns| namespaces.get(ns)),
+    };
+    match system.mutate(&mut object, &request) {
+        Ok(_) => Ok(object),
+        Err(error) => {
+            let hint = match &*error.reason {
+                Failure::Match {
+                    source: MatchError::NamespaceUnknown { .. },
+                    ..
+                } => "; pass the Namespace object with --namespaces",
+                _ => "",
+            };
+            Err(format!("{}: {error}{hint}", document.origin))
+        }
+    }
+}
+
+/// The name of a core v1 Namespace object.
+fn namespace_name(value: &Value) -> Option<&str> {
+    if !Gvk::of(value).is_namespace() {
+        return None;
+    }
+    value.get("metadata")?.get("name")?.as_str()
+}
+
+fn print(results: &[Value], format: Format) -> anyhow::Result<()> {
+    let text = match format {
+        Format::Json => {
+            let value = match results {
+                [one] => one.clone(),
+                many => json!({"apiVersion": "v1", "kind": "List", "items": many}),
+            };
+            let mut text = serde_json::to_string_pretty(&value).context("printing JSON")?;
+            text.push('\n');
+            text
+        }
+        Format::Yaml => {
+            let mut text = String::new();
+            for (i, result) in results.iter().enumerate() {
+                if i > 0 {
+                    text.push_str("---\n");
+                }
+                text.push_str(&serde_yaml::to_string(result).context("printing YAML")?);
+            }
+            text
+        }
+    };
+    use std::io::Write as _;
+    std::io::stdout()
+        .lock()
+        .write_all(text.as_bytes())
+        .context("writing to stdout")
+}

@@ -1,0 +1,230 @@
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic
+)]
+//! `sartor mutate` end to end: the built binary, real files, exit codes.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+/// A scratch directory per test, removed first so reruns start clean.
+fn scratch(test: &str, files: &[(&str, &str)]) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("sartor-cli-{}-{test}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    for (name, text) in files {
+        let path = dir.join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    dir
+}
+
+/// Runs `sartor` in `dir`; (exit code, stdout, stderr).
+fn sartor(dir: &PathBuf, args: &[&str], stdin: &str) -> (i32, String, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sartor"))
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code().unwrap(),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+const PULL: &str = "apiVersion: mutations.gatekeeper.sh/v1
+kind: Assign
+metadata: {name: pull}
+spec:
+  applyTo: [{groups: [''], versions: [v1], kinds: [Pod]}]
+  location: 'spec.containers[name: *].imagePullPolicy'
+  parameters: {assign: {value: Always}}
+";
+
+const PROD_ONLY: &str = "apiVersion: mutations.sartor.dev/v1
+kind: AssignMetadata
+metadata: {name: tier}
+spec:
+  match: {namespaceSelector: {matchLabels: {env: prod}}}
+  location: metadata.labels.tier
+  parameters: {assign: {value: gold}}
+";
+
+const POD: &str = "apiVersion: v1
+kind: Pod
+metadata: {name: web, namespace: shop}
+spec:
+  containers: [{name: app, image: nginx}]
+";
+
+const MUTATED_POD: &str = "apiVersion: v1
+kind: Pod
+metadata:
+  name: web
+  namespace: shop
+spec:
+  containers:
+  - image: nginx
+    imagePullPolicy: Always
+    name: app
+";
+
+#[test]
+fn mutates_files_and_directories_in_input_order() {
+    let dir = scratch(
+        "order",
+        &[
+            ("mutators/pull.yaml", PULL),
+            ("objects/a.yaml", POD),
+            ("objects/b/c.yaml", &POD.replace("web", "api")),
+        ],
+    );
+    let (code, stdout, stderr) = sartor(&dir, &["mutate", "--mutators", "mutators", "objects"], "");
+    assert_eq!((code, stderr.as_str()), (0, ""));
+    assert_eq!(
+        stdout,
+        format!("{MUTATED_POD}---\n{}", MUTATED_POD.replace("web", "api"))
+    );
+}
+
+#[test]
+fn reads_stdin_and_prints_json() {
+    let dir = scratch("json", &[("pull.yaml", PULL)]);
+    let (code, stdout, _) = sartor(&dir, &["mutate", "-m", "pull.yaml", "-o", "json"], POD);
+    assert_eq!(code, 0);
+    let one: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(one["spec"]["containers"][0]["imagePullPolicy"], "Always");
+    assert_eq!(one["kind"], "Pod");
+    // Several objects: a v1 List.
+    let two = format!("{POD}---\n{POD}");
+    let (code, stdout, _) = sartor(
+        &dir,
+        &["mutate", "-m", "pull.yaml", "-o", "json", "-"],
+        &two,
+    );
+    assert_eq!(code, 0);
+    let list: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(list["kind"], "List");
+    assert_eq!(list["apiVersion"], "v1");
+    assert_eq!(list["items"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn invalid_mutators_exit_2_naming_file_document_and_field() {
+    let broken = PULL.replace(
+        "'spec.containers[name: *].imagePullPolicy'",
+        "'spec.containers[name: *'",
+    );
+    let dir = scratch("invalid", &[("pull.yaml", &broken), ("pod.yaml", POD)]);
+    let (code, stdout, stderr) = sartor(&dir, &["mutate", "-m", "pull.yaml", "pod.yaml"], "");
+    assert_eq!((code, stdout.as_str()), (2, ""));
+    assert_eq!(
+        stderr,
+        "error: pull.yaml: document 1: Assign pull: spec.location: invalid location \"spec.containers[name: *\": expected ']' at 23, found end of location\n  spec.containers[name: *\n                         ^\n"
+    );
+    let (code, _, stderr) = sartor(&dir, &["mutate", "-m", "missing.yaml", "pod.yaml"], "");
+    assert_eq!(code, 2);
+    assert!(
+        stderr.starts_with("error: missing.yaml: cannot read: "),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn schema_conflicts_exit_2() {
+    let set = "apiVersion: mutations.sartor.dev/v1
+kind: ModifySet
+metadata: {name: containers}
+spec:
+  applyTo: [{groups: [''], versions: [v1], kinds: [Pod]}]
+  location: spec.containers
+  parameters: {values: {fromList: [x]}}
+";
+    let dir = scratch(
+        "conflict",
+        &[("m.yaml", &format!("{PULL}---\n{set}")), ("pod.yaml", POD)],
+    );
+    let (code, stdout, stderr) = sartor(&dir, &["mutate", "-m", "m.yaml", "pod.yaml"], "");
+    assert_eq!((code, stdout.as_str()), (2, ""));
+    assert_eq!(
+        stderr,
+        "error: m.yaml: document 1: Assign pull: conflicts with ModifySet containers about spec.containers: this mutator treats it as a list keyed by name, ModifySet containers as a list of values (v1 Pod CREATE and 1 more)\n\
+         error: m.yaml: document 2: ModifySet containers: conflicts with Assign pull about spec.containers: this mutator treats it as a list of values, Assign pull as a list keyed by name (v1 Pod CREATE and 1 more)\n"
+    );
+}
+
+#[test]
+fn namespace_selectors_need_the_namespace_and_say_how_to_pass_it() {
+    let namespace =
+        "apiVersion: v1\nkind: Namespace\nmetadata: {name: shop, labels: {env: prod}}\n";
+    let dir = scratch(
+        "namespaces",
+        &[
+            ("tier.yaml", PROD_ONLY),
+            ("pod.yaml", POD),
+            ("ns.yaml", namespace),
+        ],
+    );
+    let (code, stdout, stderr) = sartor(&dir, &["mutate", "-m", "tier.yaml", "pod.yaml"], "");
+    assert_eq!((code, stdout.as_str()), (1, ""));
+    assert_eq!(
+        stderr,
+        "error: pod.yaml: document 1: v1 Pod shop/web: AssignMetadata tier: its namespaceSelector needs the labels of Namespace \"shop\", which was not provided; pass the Namespace object with --namespaces\n"
+    );
+    let (code, stdout, stderr) = sartor(
+        &dir,
+        &[
+            "mutate",
+            "-m",
+            "tier.yaml",
+            "--namespaces",
+            "ns.yaml",
+            "pod.yaml",
+        ],
+        "",
+    );
+    assert_eq!((code, stderr.as_str()), (0, ""));
+    assert!(stdout.contains("labels:\n    tier: gold\n"), "{stdout}");
+    // A Namespace among the inputs counts too.
+    let (code, stdout, _) = sartor(
+        &dir,
+        &["mutate", "-m", "tier.yaml", "ns.yaml", "pod.yaml"],
+        "",
+    );
+    assert_eq!(code, 0);
+    assert_eq!(stdout.matches("tier: gold").count(), 2);
+}
+
+#[test]
+fn update_applies_only_update_mutators() {
+    let create_only = PULL.replace("kinds: [Pod]}", "kinds: [Pod], operations: [CREATE]}");
+    let dir = scratch("update", &[("m.yaml", &create_only), ("pod.yaml", POD)]);
+    let (code, stdout, _) = sartor(
+        &dir,
+        &[
+            "mutate",
+            "-m",
+            "m.yaml",
+            "--operation",
+            "UPDATE",
+            "pod.yaml",
+        ],
+        "",
+    );
+    assert_eq!(code, 0);
+    assert!(!stdout.contains("imagePullPolicy"), "{stdout}");
+}
