@@ -1,19 +1,65 @@
-//! Reading mutators into a System, reporting every problem.
+//! Reading mutators into a System, collecting every problem as a finding.
 
-use sartor_api::{Input, load_mutators};
+use std::fmt;
+
+use sartor_api::{Input, Origin, load_mutators};
 use sartor_engine::{Mutator, System};
+use serde_json::{Value, json};
 
-/// Loads and compiles every mutator under `paths`. Prints each problem
-/// (unreadable file, invalid document, invalid mutator, schema conflict) to
-/// stderr and returns `None` when there was any.
-pub fn system(paths: &[String]) -> Option<System> {
+/// One problem with the mutator set, for humans (Display) and CI (JSON).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Finding {
+    /// What kind of problem: `load`, `compile` or `conflict`.
+    pub category: &'static str,
+    /// Where the mutator (or unreadable input) is.
+    pub origin: Origin,
+    /// `Kind name` of the document, when known.
+    pub subject: Option<String>,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for Finding {
+    /// `file: document N: Kind name: message`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.origin)?;
+        if let Some(subject) = &self.subject {
+            write!(f, ": {subject}")?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+impl Finding {
+    /// The machine-readable form: `{category, file, document, item, subject, message}`.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "category": self.category,
+            "file": self.origin.file,
+            "document": self.origin.document,
+            "item": self.origin.item,
+            "subject": self.subject,
+            "message": self.message,
+        })
+    }
+}
+
+/// Loads and compiles every mutator under `paths`: the System of those that
+/// compiled, and every problem found (unreadable input, invalid document,
+/// invalid mutator, schema conflict), in input order.
+pub fn system(paths: &[String]) -> (System, Vec<Finding>) {
     let inputs: Vec<Input> = paths.iter().map(|p| Input::from_arg(p)).collect();
     let loaded = load_mutators(&inputs);
-    let mut ok = true;
-    for error in &loaded.errors {
-        eprintln!("error: {error}");
-        ok = false;
-    }
+    let mut findings: Vec<Finding> = loaded
+        .errors
+        .iter()
+        .map(|error| Finding {
+            category: "load",
+            origin: error.origin.clone(),
+            subject: error.subject.clone(),
+            message: error.problem.to_string(),
+        })
+        .collect();
     let mut system = System::new();
     let mut origins = Vec::new();
     for mutator in &loaded.mutators {
@@ -22,22 +68,23 @@ pub fn system(paths: &[String]) -> Option<System> {
                 origins.push((compiled.id().clone(), mutator.origin.clone()));
                 system.upsert(compiled);
             }
-            Err(error) => {
-                eprintln!("error: {}: {error}", mutator.origin);
-                ok = false;
-            }
+            Err(error) => findings.push(Finding {
+                category: "compile",
+                origin: mutator.origin.clone(),
+                subject: Some(error.mutator.to_string()),
+                message: error.problem.to_string(),
+            }),
         }
     }
-    for id in system.conflicted() {
-        let origin = origins
-            .iter()
-            .find(|(other, _)| other == id)
-            .map(|(_, origin)| origin.to_string())
-            .unwrap_or_default();
+    for (id, origin) in &origins {
         for conflict in system.conflicts(id) {
-            eprintln!("error: {origin}: {id}: {conflict}");
+            findings.push(Finding {
+                category: "conflict",
+                origin: origin.clone(),
+                subject: Some(id.to_string()),
+                message: conflict.to_string(),
+            });
         }
-        ok = false;
     }
-    ok.then_some(system)
+    (system, findings)
 }

@@ -4,6 +4,7 @@
 //! prints results. Results go to stdout, problems to stderr. Exit codes:
 //! 0 ok, 1 a mutation failed, 2 invalid input.
 
+mod lint;
 mod load;
 mod mutate;
 
@@ -22,6 +23,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     Mutate(mutate::MutateArgs),
+    Lint(lint::LintArgs),
 }
 
 /// How a command ended, mapped to the exit code other tools rely on.
@@ -40,6 +42,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
         Command::Mutate(args) => mutate::run(&args),
+        Command::Lint(args) => lint::run(&args),
     };
     match outcome {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,

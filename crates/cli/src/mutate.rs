@@ -58,9 +58,13 @@ enum Format {
 /// # Errors
 /// Only for output that cannot be written or serialized.
 pub fn run(args: &MutateArgs) -> anyhow::Result<Outcome> {
-    let Some(system) = load::system(&args.mutators) else {
+    let (system, findings) = load::system(&args.mutators);
+    if !findings.is_empty() {
+        for finding in &findings {
+            eprintln!("error: {finding}");
+        }
         return Ok(Outcome::InvalidInput);
-    };
+    }
     let inputs: Vec<Input> = if args.inputs.is_empty() {
         vec![Input::Stdin]
     } else {

@@ -4,7 +4,7 @@
     clippy::indexing_slicing,
     clippy::panic
 )]
-//! `sartor mutate` end to end: the built binary, real files, exit codes.
+//! `sartor` end to end: the built binary, real files, exit codes.
 
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -227,4 +227,61 @@ fn update_applies_only_update_mutators() {
     );
     assert_eq!(code, 0);
     assert!(!stdout.contains("imagePullPolicy"), "{stdout}");
+}
+
+#[test]
+fn lint_lists_every_problem_and_exits_2() {
+    let broken_location = PULL.replace("name: pull", "name: broken").replace(
+        "'spec.containers[name: *].imagePullPolicy'",
+        "'metadata.labels.x'",
+    );
+    let not_a_mutator = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n";
+    let dir = scratch(
+        "lint",
+        &[
+            ("m/a.yaml", &format!("{PULL}---\n{broken_location}")),
+            ("m/b.yaml", not_a_mutator),
+        ],
+    );
+    let (code, stdout, stderr) = sartor(&dir, &["lint", "-m", "m"], "");
+    assert_eq!((code, stdout.as_str()), (2, ""));
+    assert_eq!(
+        stderr,
+        "error: m/b.yaml: document 1: ConfigMap c: ConfigMap (v1) is not a mutator: expected Assign, AssignImage, AssignMetadata or ModifySet in mutations.sartor.dev/v1 or mutations.gatekeeper.sh/v1, v1beta1, v1alpha1\n\
+         error: m/a.yaml: document 2: Assign broken: spec.location: Assign cannot change metadata; use AssignMetadata for labels and annotations\n"
+    );
+    let (code, stdout, _) = sartor(&dir, &["lint", "-m", "m", "-o", "json"], "");
+    assert_eq!(code, 2);
+    let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(
+        report,
+        serde_json::json!({
+            "mutators": 1,
+            "findings": [
+                {"category": "load", "file": "m/b.yaml", "document": 1, "item": null, "subject": "ConfigMap c",
+                 "message": "ConfigMap (v1) is not a mutator: expected Assign, AssignImage, AssignMetadata or ModifySet in mutations.sartor.dev/v1 or mutations.gatekeeper.sh/v1, v1beta1, v1alpha1"},
+                {"category": "compile", "file": "m/a.yaml", "document": 2, "item": null, "subject": "Assign broken",
+                 "message": "spec.location: Assign cannot change metadata; use AssignMetadata for labels and annotations"},
+            ],
+        })
+    );
+}
+
+#[test]
+fn lint_passes_a_clean_set() {
+    let dir = scratch(
+        "lint-clean",
+        &[("m.yaml", &format!("{PULL}---\n{PROD_ONLY}"))],
+    );
+    let (code, stdout, stderr) = sartor(&dir, &["lint", "-m", "m.yaml"], "");
+    assert_eq!(
+        (code, stdout.as_str(), stderr.as_str()),
+        (0, "", "2 mutators, no problems\n")
+    );
+    let (code, stdout, _) = sartor(&dir, &["lint", "-m", "m.yaml", "-o", "json"], "");
+    assert_eq!(code, 0);
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&stdout).unwrap(),
+        serde_json::json!({"mutators": 2, "findings": []})
+    );
 }
