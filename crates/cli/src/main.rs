@@ -4,6 +4,7 @@
 //! prints results. Results go to stdout, problems to stderr. Exit codes:
 //! 0 ok, 1 a mutation failed, 2 invalid input.
 
+mod crds;
 mod lint;
 mod load;
 mod mutate;
@@ -24,6 +25,7 @@ struct Cli {
 enum Command {
     Mutate(mutate::MutateArgs),
     Lint(lint::LintArgs),
+    Crds(crds::CrdsArgs),
 }
 
 /// How a command ended, mapped to the exit code other tools rely on.
@@ -43,6 +45,7 @@ fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Mutate(args) => mutate::run(&args),
         Command::Lint(args) => lint::run(&args),
+        Command::Crds(args) => crds::run(&args),
     };
     match outcome {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,

@@ -285,3 +285,34 @@ fn lint_passes_a_clean_set() {
         serde_json::json!({"mutators": 2, "findings": []})
     );
 }
+
+#[test]
+fn crds_prints_or_writes_the_checked_in_crds() {
+    // cargo's run-time value first: a reused build keeps its compile-time path.
+    let package = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from);
+    let root = package.join("../../crds");
+    let files = [
+        "assign.yaml",
+        "assignimage.yaml",
+        "assignmetadata.yaml",
+        "modifyset.yaml",
+    ];
+    let checked_in: Vec<String> = files
+        .iter()
+        .map(|f| std::fs::read_to_string(root.join(f)).unwrap())
+        .collect();
+    let dir = scratch("crds", &[]);
+    std::fs::create_dir_all(&dir).unwrap();
+    let (code, stdout, _) = sartor(&dir, &["crds"], "");
+    assert_eq!(code, 0);
+    assert_eq!(stdout, checked_in.join("---\n"));
+    let (code, stdout, _) = sartor(&dir, &["crds", "--out", "out/crds"], "");
+    assert_eq!((code, stdout.as_str()), (0, ""));
+    for (file, want) in files.iter().zip(&checked_in) {
+        assert_eq!(
+            &std::fs::read_to_string(dir.join("out/crds").join(file)).unwrap(),
+            want
+        );
+    }
+}
