@@ -7,7 +7,7 @@ use anyhow::Context as _;
 use clap::{Args, ValueEnum};
 use sartor_api::{Document, Input, read_documents};
 use sartor_engine::matching::MatchError;
-use sartor_engine::{Failure, Gvk, Operation, Request};
+use sartor_engine::{Failure, Gvk, Mutation, ObjectRef, Operation, Request};
 use serde_json::{Value, json};
 
 use crate::{Outcome, load};
@@ -34,6 +34,10 @@ pub struct MutateArgs {
     /// Output format.
     #[arg(long, short = 'o', value_enum, default_value_t = Format::Yaml)]
     output: Format,
+    /// Instead of the objects, print per object which mutator changed which
+    /// path in which pass.
+    #[arg(long)]
+    explain: bool,
     /// Objects to mutate: files, directories, or `-` for stdin.
     #[arg(value_name = "PATH")]
     inputs: Vec<String>,
@@ -109,16 +113,24 @@ pub fn run(args: &MutateArgs) -> anyhow::Result<Outcome> {
     };
     let mut outcome = Outcome::Ok;
     let mut results = Vec::with_capacity(documents.len());
+    let mut explanation = String::new();
     for document in &documents {
         match mutate_one(&system, document, operation, &namespaces) {
-            Ok(object) => results.push(object),
+            Ok((object, mutation)) => {
+                explain(&mut explanation, document, &object, &mutation);
+                results.push(object);
+            }
             Err(message) => {
                 eprintln!("error: {message}");
                 outcome = Outcome::MutationFailed;
             }
         }
     }
-    print(&results, args.output)?;
+    if args.explain {
+        print!("{explanation}");
+    } else {
+        print(&results, args.output)?;
+    }
     Ok(outcome)
 }
 
@@ -127,7 +139,7 @@ fn mutate_one(
     document: &Document,
     operation: Operation,
     namespaces: &HashMap<String, Value>,
-) -> Result<Value, String> {
+) -> Result<(Value, Mutation), String> {
     let mut object = document.value.clone();
     let gvk = Gvk::of(&object);
     let namespace = if gvk.is_namespace() {
@@ -147,7 +159,7 @@ fn mutate_one(
         namespace_object: namespace.as_deref().and_then(|ns| namespaces.get(ns)),
     };
     match system.mutate(&mut object, &request) {
-        Ok(_) => Ok(object),
+        Ok(mutation) => Ok((object, mutation)),
         Err(error) => {
             let hint = match &*error.reason {
                 Failure::Match {
@@ -158,6 +170,29 @@ fn mutate_one(
             };
             Err(format!("{}: {error}{hint}", document.origin))
         }
+    }
+}
+
+/// Appends what happened to one object: a header naming it, then one line
+/// per change (`pass 1  Assign pull  spec.containers[name: app].imagePullPolicy`).
+fn explain(out: &mut String, document: &Document, object: &Value, mutation: &Mutation) {
+    use std::fmt::Write as _;
+    let gvk = Gvk::of(object);
+    let namespace = object
+        .get("metadata")
+        .and_then(|m| m.get("namespace"))
+        .and_then(Value::as_str);
+    let name = ObjectRef::of(object, &gvk, &Request::create(namespace));
+    let _ = writeln!(out, "{} ({name}):", document.origin);
+    if mutation.changes.is_empty() {
+        out.push_str("  no changes\n");
+    }
+    for change in &mutation.changes {
+        let _ = writeln!(
+            out,
+            "  pass {}  {}  {}",
+            change.pass, change.mutator, change.path
+        );
     }
 }
 

@@ -316,3 +316,38 @@ fn crds_prints_or_writes_the_checked_in_crds() {
         );
     }
 }
+
+#[test]
+fn explain_says_which_mutator_changed_what_in_which_pass() {
+    let sidecar = "apiVersion: mutations.sartor.dev/v1
+kind: Assign
+metadata: {name: sidecar}
+spec:
+  applyTo: [{groups: [''], versions: [v1], kinds: [Pod]}]
+  location: 'spec.containers[name: proxy]'
+  parameters:
+    assign: {value: {name: proxy, image: envoy}}
+    pathTests: [{subPath: 'spec.containers[name: proxy]', condition: MustNotExist}]
+";
+    let config_map = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: shop}\n";
+    let dir = scratch(
+        "explain",
+        &[
+            ("m.yaml", &format!("{PULL}---\n{sidecar}")),
+            ("o.yaml", &format!("{POD}---\n{config_map}")),
+        ],
+    );
+    let (code, stdout, stderr) =
+        sartor(&dir, &["mutate", "-m", "m.yaml", "--explain", "o.yaml"], "");
+    assert_eq!((code, stderr.as_str()), (0, ""));
+    assert_eq!(
+        stdout,
+        "o.yaml: document 1 (v1 Pod shop/web):
+  pass 1  Assign pull  spec.containers[name: app].imagePullPolicy
+  pass 1  Assign sidecar  spec.containers[name: proxy]
+  pass 2  Assign pull  spec.containers[name: proxy].imagePullPolicy
+o.yaml: document 2 (v1 ConfigMap shop/c):
+  no changes
+"
+    );
+}
