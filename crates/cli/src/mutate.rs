@@ -34,6 +34,10 @@ pub struct MutateArgs {
     /// Output format.
     #[arg(long, short = 'o', value_enum, default_value_t = Format::Yaml)]
     output: Format,
+    /// Instead of the objects, print a unified diff of each object (as YAML)
+    /// before and after mutation; coloured when stdout is a terminal.
+    #[arg(long, conflicts_with = "explain")]
+    diff: bool,
     /// Instead of the objects, print per object which mutator changed which
     /// path in which pass.
     #[arg(long)]
@@ -114,10 +118,14 @@ pub fn run(args: &MutateArgs) -> anyhow::Result<Outcome> {
     let mut outcome = Outcome::Ok;
     let mut results = Vec::with_capacity(documents.len());
     let mut explanation = String::new();
+    let mut diffs = String::new();
     for document in &documents {
         match mutate_one(&system, document, operation, &namespaces) {
             Ok((object, mutation)) => {
                 explain(&mut explanation, document, &object, &mutation);
+                if args.diff {
+                    diffs.push_str(&diff(document, &object)?);
+                }
                 results.push(object);
             }
             Err(message) => {
@@ -128,6 +136,8 @@ pub fn run(args: &MutateArgs) -> anyhow::Result<Outcome> {
     }
     if args.explain {
         print!("{explanation}");
+    } else if args.diff {
+        print!("{}", colour(&diffs));
     } else {
         print(&results, args.output)?;
     }
@@ -194,6 +204,46 @@ fn explain(out: &mut String, document: &Document, object: &Value, mutation: &Mut
             change.pass, change.mutator, change.path
         );
     }
+}
+
+/// A unified diff of one object's YAML before and after; empty when unchanged.
+fn diff(document: &Document, after: &Value) -> anyhow::Result<String> {
+    let before = serde_yaml::to_string(&document.value).context("printing YAML")?;
+    let after = serde_yaml::to_string(after).context("printing YAML")?;
+    if before == after {
+        return Ok(String::new());
+    }
+    let origin = document.origin.to_string();
+    Ok(similar::TextDiff::from_lines(&before, &after)
+        .unified_diff()
+        .context_radius(3)
+        .header(&origin, &format!("{origin} (mutated)"))
+        .to_string())
+}
+
+/// Colours a unified diff for a terminal: removals red, additions green,
+/// hunk headers cyan. Left as it is when stdout is not a terminal.
+fn colour(diff: &str) -> String {
+    use std::io::IsTerminal as _;
+    if !std::io::stdout().is_terminal() {
+        return diff.to_string();
+    }
+    diff.lines()
+        .map(|line| {
+            let code = if line.starts_with("+++") || line.starts_with("---") {
+                "1"
+            } else if line.starts_with('+') {
+                "32"
+            } else if line.starts_with('-') {
+                "31"
+            } else if line.starts_with("@@") {
+                "36"
+            } else {
+                return format!("{line}\n");
+            };
+            format!("\x1b[{code}m{line}\x1b[0m\n")
+        })
+        .collect()
 }
 
 /// The name of a core v1 Namespace object.

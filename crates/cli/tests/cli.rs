@@ -351,3 +351,33 @@ o.yaml: document 2 (v1 ConfigMap shop/c):
 "
     );
 }
+
+#[test]
+fn diff_shows_what_changed_per_object() {
+    let dir = scratch("diff", &[("pull.yaml", PULL), ("pod.yaml", POD)]);
+    let (code, stdout, stderr) = sartor(
+        &dir,
+        &["mutate", "-m", "pull.yaml", "--diff", "pod.yaml"],
+        "",
+    );
+    assert_eq!((code, stderr.as_str()), (0, ""));
+    assert_eq!(
+        stdout,
+        "--- pod.yaml: document 1
++++ pod.yaml: document 1 (mutated)
+@@ -6,4 +6,5 @@
+ spec:
+   containers:
+   - image: nginx
++    imagePullPolicy: Always
+     name: app
+"
+    );
+    // Nothing changed: nothing printed.
+    let (code, stdout, _) = sartor(
+        &dir,
+        &["mutate", "-m", "pull.yaml", "--diff", "-"],
+        "apiVersion: v1\nkind: Secret\n",
+    );
+    assert_eq!((code, stdout.as_str()), (0, ""));
+}
