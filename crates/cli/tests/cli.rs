@@ -288,10 +288,7 @@ fn lint_passes_a_clean_set() {
 
 #[test]
 fn crds_prints_or_writes_the_checked_in_crds() {
-    // cargo's run-time value first: a reused build keeps its compile-time path.
-    let package = std::env::var_os("CARGO_MANIFEST_DIR")
-        .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from);
-    let root = package.join("../../crds");
+    let root = repo_root().join("crds");
     let files = [
         "assign.yaml",
         "assignimage.yaml",
@@ -380,4 +377,37 @@ fn diff_shows_what_changed_per_object() {
         "apiVersion: v1\nkind: Secret\n",
     );
     assert_eq!((code, stdout.as_str()), (0, ""));
+}
+
+/// The repository root, from cargo's run-time package directory.
+fn repo_root() -> PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from)
+        .join("../..")
+}
+
+#[test]
+fn the_readme_shows_what_the_examples_print() {
+    let root = repo_root();
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let quick_start = readme.split("## Quick start").nth(1).unwrap();
+    let shown = quick_start
+        .split("```text\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .unwrap();
+    let (code, stdout, stderr) = sartor(
+        &root,
+        &[
+            "mutate",
+            "--mutators",
+            "examples/mutators",
+            "examples/objects",
+        ],
+        "",
+    );
+    assert_eq!((code, stderr.as_str()), (0, ""));
+    assert_eq!(stdout, shown);
+    let (code, _, stderr) = sartor(&root, &["lint", "--mutators", "examples/mutators"], "");
+    assert_eq!((code, stderr.as_str()), (0, "7 mutators, no problems\n"));
 }
