@@ -8,6 +8,7 @@ mod crds;
 mod lint;
 mod load;
 mod mutate;
+mod test;
 
 use std::process::ExitCode;
 
@@ -25,6 +26,7 @@ struct Cli {
 enum Command {
     Mutate(mutate::MutateArgs),
     Lint(lint::LintArgs),
+    Test(test::TestArgs),
     Crds(crds::CrdsArgs),
 }
 
@@ -45,6 +47,7 @@ fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Mutate(args) => mutate::run(&args),
         Command::Lint(args) => lint::run(&args),
+        Command::Test(args) => test::run(&args),
         Command::Crds(args) => crds::run(&args),
     };
     match outcome {

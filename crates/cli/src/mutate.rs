@@ -144,7 +144,7 @@ pub fn run(args: &MutateArgs) -> anyhow::Result<Outcome> {
     Ok(outcome)
 }
 
-fn mutate_one(
+pub(crate) fn mutate_one(
     system: &sartor_engine::System,
     document: &Document,
     operation: Operation,
@@ -208,22 +208,31 @@ fn explain(out: &mut String, document: &Document, object: &Value, mutation: &Mut
 
 /// A unified diff of one object's YAML before and after; empty when unchanged.
 fn diff(document: &Document, after: &Value) -> anyhow::Result<String> {
-    let before = serde_yaml::to_string(&document.value).context("printing YAML")?;
-    let after = serde_yaml::to_string(after).context("printing YAML")?;
-    if before == after {
+    let origin = document.origin.to_string();
+    yaml_diff(
+        (&origin, &document.value),
+        (&format!("{origin} (mutated)"), after),
+    )
+}
+
+/// A unified diff of two values printed as YAML, each with its header label;
+/// empty when they print the same.
+pub(crate) fn yaml_diff(before: (&str, &Value), after: (&str, &Value)) -> anyhow::Result<String> {
+    let old = serde_yaml::to_string(before.1).context("printing YAML")?;
+    let new = serde_yaml::to_string(after.1).context("printing YAML")?;
+    if old == new {
         return Ok(String::new());
     }
-    let origin = document.origin.to_string();
-    Ok(similar::TextDiff::from_lines(&before, &after)
+    Ok(similar::TextDiff::from_lines(&old, &new)
         .unified_diff()
         .context_radius(3)
-        .header(&origin, &format!("{origin} (mutated)"))
+        .header(before.0, after.0)
         .to_string())
 }
 
 /// Colours a unified diff for a terminal: removals red, additions green,
 /// hunk headers cyan. Left as it is when stdout is not a terminal.
-fn colour(diff: &str) -> String {
+pub(crate) fn colour(diff: &str) -> String {
     use std::io::IsTerminal as _;
     if !std::io::stdout().is_terminal() {
         return diff.to_string();
@@ -247,7 +256,7 @@ fn colour(diff: &str) -> String {
 }
 
 /// The name of a core v1 Namespace object.
-fn namespace_name(value: &Value) -> Option<&str> {
+pub(crate) fn namespace_name(value: &Value) -> Option<&str> {
     if !Gvk::of(value).is_namespace() {
         return None;
     }

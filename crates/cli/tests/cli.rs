@@ -411,3 +411,73 @@ fn the_readme_shows_what_the_examples_print() {
     let (code, _, stderr) = sartor(&root, &["lint", "--mutators", "examples/mutators"], "");
     assert_eq!((code, stderr.as_str()), (0, "7 mutators, no problems\n"));
 }
+
+#[test]
+fn the_examples_own_test_suite_passes() {
+    let root = repo_root();
+    let (code, stdout, stderr) = sartor(&root, &["test", "examples"], "");
+    assert_eq!((code, stderr.as_str()), (0, ""));
+    assert!(stdout.ends_with("5 passed, 0 failed\n"), "{stdout}");
+    assert_eq!(
+        stdout
+            .matches("PASS examples/tests/prod-shop.sartor-test.yaml: ")
+            .count(),
+        5
+    );
+}
+
+#[test]
+fn a_broken_suite_fails_with_a_diff() {
+    let suite = "mutators: [pull.yaml]
+cases:
+- name: right
+  input: pod.yaml
+  expected: expected.yaml
+- name: wrong
+  input: pod.yaml
+  expected: pod.yaml
+- name: error expected but none
+  input: pod.yaml
+  expectedError: boom
+";
+    let dir = scratch(
+        "suite",
+        &[
+            ("t/a.sartor-test.yaml", suite),
+            ("t/pull.yaml", PULL),
+            ("t/pod.yaml", POD),
+            ("t/expected.yaml", MUTATED_POD),
+        ],
+    );
+    let (code, stdout, stderr) = sartor(&dir, &["test", "t"], "");
+    assert_eq!((code, stderr.as_str()), (1, ""));
+    assert_eq!(
+        stdout,
+        "PASS t/a.sartor-test.yaml: right
+FAIL t/a.sartor-test.yaml: wrong
+    --- expected #1
+    +++ got #1
+    @@ -6,4 +6,5 @@
+     spec:
+       containers:
+       - image: nginx
+    +    imagePullPolicy: Always
+         name: app
+FAIL t/a.sartor-test.yaml: error expected but none
+    expected an error containing \"boom\", but the mutation succeeded
+1 passed, 2 failed
+"
+    );
+    // A suite that does not parse is invalid input.
+    std::fs::write(
+        dir.join("t/b.sartor-test.yaml"),
+        "mutators: [pull.yaml]\ncase: []\n",
+    )
+    .unwrap();
+    let (code, _, stderr) = sartor(&dir, &["test", "t/b.sartor-test.yaml"], "");
+    assert_eq!(code, 2);
+    assert!(
+        stderr.starts_with("error: t/b.sartor-test.yaml: invalid suite: unknown field `case`"),
+        "{stderr}"
+    );
+}

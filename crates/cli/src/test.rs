@@ -1,0 +1,306 @@
+//! `sartor test`: unit tests for mutators, kept next to them in a GitOps repo.
+//!
+//! A suite is a YAML file named `*.sartor-test.yaml`:
+//!
+//! ```yaml
+//! mutators: [../mutators]              # files or directories, relative to this file
+//! namespaces: [../objects/namespace.yaml]  # optional: Namespace objects
+//! cases:
+//! - name: pods pull through the mirror
+//!   operation: CREATE                  # optional, CREATE by default
+//!   input: ../objects/pod.yaml         # a file, or an inline object
+//!   expected: expected/pod.yaml        # a file, or an inline object
+//! - name: an unknown namespace is an error
+//!   input: {apiVersion: v1, kind: Pod, metadata: {name: x, namespace: other}}
+//!   expectedError: needs the labels of Namespace "other"   # part of the message
+//! ```
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+use clap::Args;
+use sartor_api::{Document, Input, read_documents};
+use sartor_engine::{Operation, System};
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::mutate::{colour, mutate_one, namespace_name, yaml_diff};
+use crate::{Outcome, load};
+
+/// Run mutator test suites (`*.sartor-test.yaml`).
+///
+/// Each suite names mutator files, Namespace objects, and cases: an input
+/// object and the object expected after mutation, or part of the error message
+/// expected. Prints a PASS/FAIL line per case, with a diff for each failure,
+/// and a summary. Exit 0 when every case passes, 1 when any fails, 2 when a
+/// suite cannot be read or its mutators are invalid. The suite format is
+/// described in crates/cli/README.md.
+#[derive(Debug, Args)]
+pub struct TestArgs {
+    /// Suite files, or directories searched recursively for `*.sartor-test.yaml`.
+    #[arg(value_name = "PATH", required = true)]
+    paths: Vec<PathBuf>,
+}
+
+/// A suite file.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct Suite {
+    mutators: Vec<String>,
+    #[serde(default)]
+    namespaces: Vec<String>,
+    cases: Vec<Case>,
+}
+
+/// One case of a suite.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct Case {
+    name: String,
+    #[serde(default)]
+    operation: Option<CaseOperation>,
+    input: Objects,
+    #[serde(default)]
+    expected: Option<Objects>,
+    #[serde(default)]
+    expected_error: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+enum CaseOperation {
+    #[serde(rename = "CREATE")]
+    Create,
+    #[serde(rename = "UPDATE")]
+    Update,
+}
+
+/// Objects given as a file path or inline.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum Objects {
+    File(String),
+    Inline(Value),
+}
+
+const SUFFIX: &str = ".sartor-test.yaml";
+
+/// Runs `sartor test`.
+///
+/// # Errors
+/// Only when a directory cannot be listed.
+pub fn run(args: &TestArgs) -> anyhow::Result<Outcome> {
+    let mut suites = Vec::new();
+    for path in &args.paths {
+        find_suites(path, &mut suites)?;
+    }
+    if suites.is_empty() {
+        eprintln!("error: no *{SUFFIX} files found");
+        return Ok(Outcome::InvalidInput);
+    }
+    let mut tally = Tally::default();
+    for suite in &suites {
+        run_suite(suite, &mut tally);
+    }
+    println!(
+        "{} passed, {} failed{}",
+        tally.passed,
+        tally.failed,
+        if tally.invalid > 0 {
+            format!(", {} suites invalid", tally.invalid)
+        } else {
+            String::new()
+        }
+    );
+    Ok(if tally.invalid > 0 {
+        Outcome::InvalidInput
+    } else if tally.failed > 0 {
+        Outcome::MutationFailed
+    } else {
+        Outcome::Ok
+    })
+}
+
+#[derive(Debug, Default)]
+struct Tally {
+    passed: usize,
+    failed: usize,
+    invalid: usize,
+}
+
+fn find_suites(path: &Path, suites: &mut Vec<PathBuf>) -> anyhow::Result<()> {
+    if !path.is_dir() {
+        suites.push(path.to_path_buf());
+        return Ok(());
+    }
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(path)
+        .with_context(|| format!("listing {}", path.display()))?
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .collect();
+    entries.sort();
+    for entry in entries {
+        let name = entry
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default();
+        if name.starts_with('.') {
+            continue;
+        }
+        if entry.is_dir() {
+            find_suites(&entry, suites)?;
+        } else if name.ends_with(SUFFIX) {
+            suites.push(entry);
+        }
+    }
+    Ok(())
+}
+
+fn run_suite(file: &Path, tally: &mut Tally) {
+    let label = file.display().to_string();
+    let suite: Suite = match std::fs::read_to_string(file)
+        .map_err(|e| format!("cannot read: {e}"))
+        .and_then(|text| serde_yaml::from_str(&text).map_err(|e| format!("invalid suite: {e}")))
+    {
+        Ok(suite) => suite,
+        Err(message) => {
+            eprintln!("error: {label}: {message}");
+            tally.invalid += 1;
+            return;
+        }
+    };
+    let dir = file.parent().unwrap_or(Path::new("."));
+    let relative = |p: &String| dir.join(p).display().to_string();
+    let (system, findings) = load::system(&suite.mutators.iter().map(relative).collect::<Vec<_>>());
+    let namespaces = match read(&suite.namespaces.iter().map(relative).collect::<Vec<_>>()) {
+        Ok(documents) => documents
+            .into_iter()
+            .filter_map(|d| namespace_name(&d.value).map(|n| (n.to_string(), d.value.clone())))
+            .collect(),
+        Err(message) => {
+            eprintln!("error: {label}: namespaces: {message}");
+            tally.invalid += 1;
+            return;
+        }
+    };
+    if !findings.is_empty() {
+        for finding in &findings {
+            eprintln!("error: {label}: {finding}");
+        }
+        tally.invalid += 1;
+        return;
+    }
+    for case in &suite.cases {
+        match run_case(case, dir, &system, &namespaces) {
+            Ok(()) => {
+                println!("PASS {label}: {}", case.name);
+                tally.passed += 1;
+            }
+            Err(report) => {
+                println!("FAIL {label}: {}", case.name);
+                print!("{}", indent(&colour(&report)));
+                tally.failed += 1;
+            }
+        }
+    }
+}
+
+/// Runs one case; `Err` carries what to show for its failure.
+fn run_case(
+    case: &Case,
+    dir: &Path,
+    system: &System,
+    namespaces: &HashMap<String, Value>,
+) -> Result<(), String> {
+    let inputs = objects(&case.input, dir)?;
+    let operation = match case.operation {
+        Some(CaseOperation::Update) => Operation::Update,
+        Some(CaseOperation::Create) | None => Operation::Create,
+    };
+    let mut namespaces = namespaces.clone();
+    for input in &inputs {
+        if let Some(name) = namespace_name(&input.value) {
+            namespaces.insert(name.to_string(), input.value.clone());
+        }
+    }
+    let mut outputs = Vec::with_capacity(inputs.len());
+    let mut failure = None;
+    for input in &inputs {
+        match mutate_one(system, input, operation, &namespaces) {
+            Ok((object, _)) => outputs.push(object),
+            Err(message) => {
+                failure = Some(message);
+                break;
+            }
+        }
+    }
+    match (&case.expected_error, failure, &case.expected) {
+        (Some(want), Some(got), _) if got.contains(want.as_str()) => Ok(()),
+        (Some(want), Some(got), _) => Err(format!(
+            "expected an error containing {want:?}\ngot: {got}\n"
+        )),
+        (Some(want), None, _) => Err(format!(
+            "expected an error containing {want:?}, but the mutation succeeded\n"
+        )),
+        (None, Some(got), _) => Err(format!("mutation failed: {got}\n")),
+        (None, None, None) => Err("the case names neither expected nor expectedError\n".into()),
+        (None, None, Some(expected)) => {
+            let expected: Vec<Value> = objects(expected, dir)?
+                .into_iter()
+                .map(|d| d.value)
+                .collect();
+            if expected == outputs {
+                return Ok(());
+            }
+            let mut report = String::new();
+            if expected.len() != outputs.len() {
+                let _ = writeln!(
+                    report,
+                    "expected {} objects, got {}",
+                    expected.len(),
+                    outputs.len()
+                );
+            }
+            for (i, (want, got)) in expected.iter().zip(&outputs).enumerate() {
+                let diff = yaml_diff(
+                    (&format!("expected #{}", i + 1), want),
+                    (&format!("got #{}", i + 1), got),
+                )
+                .map_err(|e| format!("{e:#}"))?;
+                report.push_str(&diff);
+            }
+            Err(report)
+        }
+    }
+}
+
+/// Reads the objects of a case: a file relative to the suite, or inline.
+fn objects(objects: &Objects, dir: &Path) -> Result<Vec<Document>, String> {
+    match objects {
+        Objects::File(path) => read(&[dir.join(path).display().to_string()]),
+        Objects::Inline(value) => Ok(vec![Document {
+            origin: sartor_api::Origin {
+                file: "inline".into(),
+                document: Some(1),
+                item: None,
+            },
+            value: value.clone(),
+        }]),
+    }
+}
+
+fn read(paths: &[String]) -> Result<Vec<Document>, String> {
+    let inputs: Vec<Input> = paths
+        .iter()
+        .map(|p| Input::Path(PathBuf::from(p)))
+        .collect();
+    let (documents, errors) = read_documents(&inputs);
+    match errors.first() {
+        Some(error) => Err(error.to_string()),
+        None => Ok(documents),
+    }
+}
+
+fn indent(text: &str) -> String {
+    text.lines().map(|line| format!("    {line}\n")).collect()
+}
