@@ -14,9 +14,16 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-/// Gatekeeper-style mutation for Kubernetes, offline and in the cluster.
+/// Gatekeeper-style mutation for Kubernetes: preview, lint and test mutators
+/// offline, with the engine the webhook runs.
 #[derive(Debug, Parser)]
-#[command(name = "sartor", version, about, long_about = None)]
+#[command(
+    name = "sartor",
+    version,
+    after_help = "Exit codes: 0 ok; 1 a mutation or a test case failed; 2 invalid input \
+                  (unreadable files, invalid mutators, schema conflicts).\n\
+                  Results go to stdout, problems to stderr."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
