@@ -10,9 +10,16 @@ use std::path::{Path, PathBuf};
 /// Read from cargo's run-time `CARGO_MANIFEST_DIR` first: a build reused from
 /// a shared target directory keeps the compile-time path of whichever
 /// checkout built it, which may no longer exist.
+/// Works from any member's tests: walks up from the running test's package
+/// to the directory whose `Cargo.toml` declares `[workspace]`.
 pub fn workspace_root() -> PathBuf {
     let here = manifest_dir(env!("CARGO_MANIFEST_DIR"));
-    here.parent().map(Path::to_path_buf).unwrap_or(here)
+    here.ancestors()
+        .find(|dir| {
+            std::fs::read_to_string(dir.join("Cargo.toml"))
+                .is_ok_and(|manifest| manifest.lines().any(|l| l.trim() == "[workspace]"))
+        })
+        .map_or_else(|| here.clone(), Path::to_path_buf)
 }
 
 /// The package directory cargo runs a test in, else `compiled` (the

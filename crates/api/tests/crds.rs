@@ -14,7 +14,7 @@ use sartor_api::MutatorKind;
 use sartor_api::crd::{crd_file_name, crd_yaml};
 
 fn crds_dir() -> std::path::PathBuf {
-    manifest_dir().join("../../crds")
+    sartor_tests::manifest_dir(env!("CARGO_MANIFEST_DIR")).join("../../crds")
 }
 
 #[test]
@@ -304,12 +304,4 @@ fn every_schema_is_structural() {
         check_structural(schema, kind.as_str(), false, &mut problems);
     }
     assert_eq!(problems, Vec::<String>::new());
-}
-
-/// The package directory: cargo's run-time value first, since a test binary
-/// reused from a shared target directory keeps the path it was built at.
-fn manifest_dir() -> std::path::PathBuf {
-    std::env::var_os("CARGO_MANIFEST_DIR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")))
 }

@@ -17,7 +17,7 @@ use sartor_api::{
 };
 
 fn fixtures() -> PathBuf {
-    manifest_dir().join("tests/fixtures")
+    sartor_tests::manifest_dir(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
 }
 
 /// Loads `text` as the file `file`, expecting no problem.
@@ -542,12 +542,4 @@ fn a_bad_entry_does_not_stop_the_directory_walk() {
     );
     assert_eq!(loaded.mutators.len(), 1);
     std::fs::remove_dir_all(&dir).unwrap();
-}
-
-/// The package directory: cargo's run-time value first, since a test binary
-/// reused from a shared target directory keeps the path it was built at.
-fn manifest_dir() -> std::path::PathBuf {
-    std::env::var_os("CARGO_MANIFEST_DIR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")))
 }

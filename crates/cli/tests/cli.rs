@@ -379,11 +379,9 @@ fn diff_shows_what_changed_per_object() {
     assert_eq!((code, stdout.as_str()), (0, ""));
 }
 
-/// The repository root, from cargo's run-time package directory.
+/// The repository root.
 fn repo_root() -> PathBuf {
-    std::env::var_os("CARGO_MANIFEST_DIR")
-        .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from)
-        .join("../..")
+    sartor_tests::workspace_root()
 }
 
 #[test]
