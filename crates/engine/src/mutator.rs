@@ -568,6 +568,36 @@ fn reject_key_change(location: &Path) -> Result<(), Problem> {
     Ok(())
 }
 
+/// Rejects a location ending at a keyed-list element, for kinds that set
+/// fields (ModifySet, AssignImage).
+fn reject_list_end(location: Path, kind: MutatorKind) -> Result<Path, Problem> {
+    match ends_in_list(&location) {
+        Some(_) => Err(Problem::EndsInList { kind, location }),
+        None => Ok(location),
+    }
+}
+
+/// The last steps of every kind with `applyTo`, in Gatekeeper's order:
+/// pathTests, then applyTo, then (sartor only) the match criteria.
+fn finish(
+    location: Path,
+    path_tests: &[sartor_api::PathTest],
+    apply_to: &[ApplyTo],
+    criteria: &sartor_api::Match,
+    action: Action,
+) -> Result<Parts, Problem> {
+    let tests = compile_tests(&location, path_tests)?;
+    let applies = Applies::compile(apply_to)?;
+    let matcher = Matcher::compile(criteria).map_err(Problem::Match)?;
+    Ok(Parts {
+        location,
+        tests,
+        applies,
+        matcher,
+        action,
+    })
+}
+
 /// The keyed-list selector a location ends with, if it does.
 fn ends_in_list(location: &Path) -> Option<&sartor_location::ListSelector> {
     match location.nodes().last() {

@@ -7,10 +7,10 @@ use sartor_api::{AssignField, AssignSpec, MetadataField, json_type};
 use serde_json::{Map, Value};
 
 use super::{
-    Action, Applies, Parts, Problem, compile_tests, ends_in_list, parse_location,
-    reject_key_change, reject_metadata_root,
+    Action, Parts, Problem, ends_in_list, finish, parse_location, reject_key_change,
+    reject_metadata_root,
 };
-use crate::matching::{Matcher, metadata_str, namespace_of};
+use crate::matching::{metadata_str, namespace_of};
 use crate::request::Request;
 use crate::walk::{SetError, Setter, value_equals};
 use sartor_api::MutatorKind;
@@ -64,16 +64,13 @@ pub(super) fn compile(spec: &AssignSpec) -> Result<Parts, Problem> {
             }
         }
     }
-    let tests = compile_tests(&location, &spec.parameters.path_tests)?;
-    let applies = Applies::compile(&spec.apply_to)?;
-    let matcher = Matcher::compile(&spec.r#match).map_err(Problem::Match)?;
-    Ok(Parts {
+    finish(
         location,
-        tests,
-        applies,
-        matcher,
-        action: Action::Assign(source),
-    })
+        &spec.parameters.path_tests,
+        &spec.apply_to,
+        &spec.r#match,
+        Action::Assign(source),
+    )
 }
 
 // === impl Source ===

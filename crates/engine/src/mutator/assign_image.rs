@@ -4,11 +4,10 @@ use sartor_api::{AssignImageSpec, MutatorKind, json_type};
 use serde_json::{Map, Value};
 
 use super::{
-    Action, Applies, Parts, Problem, compile_tests, ends_in_list, parse_location,
-    reject_key_change, reject_metadata_root,
+    Action, Parts, Problem, finish, parse_location, reject_key_change, reject_list_end,
+    reject_metadata_root,
 };
 use crate::image::ImageParts;
-use crate::matching::Matcher;
 use crate::walk::{SetError, Setter};
 
 /// Rewrites the image reference at the location.
@@ -18,12 +17,7 @@ pub(crate) struct ImageSetter(ImageParts);
 pub(super) fn compile(spec: &AssignImageSpec) -> Result<Parts, Problem> {
     let location = parse_location(&spec.location)?;
     reject_metadata_root(&location, MutatorKind::AssignImage)?;
-    if ends_in_list(&location).is_some() {
-        return Err(Problem::EndsInList {
-            kind: MutatorKind::AssignImage,
-            location,
-        });
-    }
+    let location = reject_list_end(location, MutatorKind::AssignImage)?;
     reject_key_change(&location)?;
     let parts = ImageParts {
         domain: spec.parameters.assign_domain.clone(),
@@ -31,16 +25,13 @@ pub(super) fn compile(spec: &AssignImageSpec) -> Result<Parts, Problem> {
         tag: spec.parameters.assign_tag.clone(),
     };
     parts.validate().map_err(Problem::Image)?;
-    let tests = compile_tests(&location, &spec.parameters.path_tests)?;
-    let applies = Applies::compile(&spec.apply_to)?;
-    let matcher = Matcher::compile(&spec.r#match).map_err(Problem::Match)?;
-    Ok(Parts {
+    finish(
         location,
-        tests,
-        applies,
-        matcher,
-        action: Action::AssignImage(ImageSetter(parts)),
-    })
+        &spec.parameters.path_tests,
+        &spec.apply_to,
+        &spec.r#match,
+        Action::AssignImage(ImageSetter(parts)),
+    )
 }
 
 impl Setter for ImageSetter {

@@ -4,10 +4,8 @@ use sartor_api::{ModifySetSpec, MutatorKind, SetOperation, json_type};
 use serde_json::{Map, Value};
 
 use super::{
-    Action, Applies, Parts, Problem, compile_tests, ends_in_list, parse_location,
-    reject_metadata_root,
+    Action, Parts, Problem, finish, parse_location, reject_list_end, reject_metadata_root,
 };
-use crate::matching::Matcher;
 use crate::walk::{SetError, Setter};
 
 /// Merges values into, or prunes them from, the list at the location.
@@ -20,25 +18,18 @@ pub(crate) struct SetSetter {
 pub(super) fn compile(spec: &ModifySetSpec) -> Result<Parts, Problem> {
     let location = parse_location(&spec.location)?;
     reject_metadata_root(&location, MutatorKind::ModifySet)?;
-    if ends_in_list(&location).is_some() {
-        return Err(Problem::EndsInList {
-            kind: MutatorKind::ModifySet,
-            location,
-        });
-    }
-    let tests = compile_tests(&location, &spec.parameters.path_tests)?;
-    let applies = Applies::compile(&spec.apply_to)?;
-    let matcher = Matcher::compile(&spec.r#match).map_err(Problem::Match)?;
-    Ok(Parts {
+    let location = reject_list_end(location, MutatorKind::ModifySet)?;
+    let action = Action::ModifySet(SetSetter {
+        operation: spec.parameters.operation,
+        values: spec.parameters.values.from_list.clone(),
+    });
+    finish(
         location,
-        tests,
-        applies,
-        matcher,
-        action: Action::ModifySet(SetSetter {
-            operation: spec.parameters.operation,
-            values: spec.parameters.values.from_list.clone(),
-        }),
-    })
+        &spec.parameters.path_tests,
+        &spec.apply_to,
+        &spec.r#match,
+        action,
+    )
 }
 
 impl Setter for SetSetter {
