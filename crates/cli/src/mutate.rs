@@ -122,7 +122,9 @@ pub fn run(args: &MutateArgs) -> anyhow::Result<Outcome> {
     for document in &documents {
         match mutate_one(&system, document, operation, &namespaces) {
             Ok((object, mutation)) => {
-                explain(&mut explanation, document, &object, &mutation);
+                if args.explain {
+                    explain(&mut explanation, document, &object, &mutation);
+                }
                 if args.diff {
                     diffs.push_str(&diff(document, &object)?);
                 }

@@ -229,6 +229,16 @@ fn spec() -> impl Strategy<Value = Value> {
     ]
 }
 
+/// A system of the pool's mutators at `picks` (repeats are upserts).
+fn system_of(picks: &[usize]) -> System {
+    let pool = pool();
+    let mut system = System::new();
+    for &i in picks {
+        system.upsert(pool[i].clone());
+    }
+    system
+}
+
 fn pod(spec: Value) -> Value {
     json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ns"}, "spec": spec})
 }
@@ -287,11 +297,7 @@ proptest! {
         spec in spec(),
         whole in json_value(),
     ) {
-        let pool = pool();
-        let mut system = System::new();
-        for i in picks {
-            system.upsert(pool[i].clone());
-        }
+        let system = system_of(&picks);
         let request = Request::create(Some("ns"));
         let _ = system.mutate(&mut pod(spec), &request);
         let mut whole = whole;
@@ -303,11 +309,7 @@ proptest! {
         picks in prop::collection::vec(0usize..13, 1..8),
         spec in spec(),
     ) {
-        let pool = pool();
-        let mut system = System::new();
-        for i in picks {
-            system.upsert(pool[i].clone());
-        }
+        let system = system_of(&picks);
         let request = Request::create(Some("ns"));
         let mut fast = pod(spec);
         let mut reference = fast.clone();
@@ -325,11 +327,7 @@ proptest! {
         picks in prop::collection::vec(0usize..13, 1..8),
         spec in spec(),
     ) {
-        let pool = pool();
-        let mut system = System::new();
-        for i in picks {
-            system.upsert(pool[i].clone());
-        }
+        let system = system_of(&picks);
         let request = Request::create(Some("ns"));
         let mut once = pod(spec);
         if system.mutate(&mut once, &request).is_ok() {
