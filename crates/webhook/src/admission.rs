@@ -1,0 +1,440 @@
+//! The admission decisions, without the network: an AdmissionReview body in,
+//! a reply out. [`Webhook`] holds the current mutator snapshot; everything on
+//! the request path reads it and never waits on an update.
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, RwLock};
+use std::time::Instant;
+
+use base64::Engine as _;
+use sartor_api::{
+    Document, GATEKEEPER_GROUP, GROUP, MutatorKind, Origin, json_type, parse_mutator,
+};
+use sartor_engine::{Gvk, Mutator, MutatorId, Operation, Request, Source, System};
+use serde_json::Value;
+
+use crate::metrics::Metrics;
+use crate::namespaces::{Lookup, Namespaces};
+use crate::review::{AdmissionRequest, AdmissionResponse, AdmissionReview, ReviewError};
+
+/// The mutating endpoint's name in metrics and logs.
+pub const MUTATE: &str = "mutate";
+/// The validating endpoint's name in metrics and logs.
+pub const VALIDATE: &str = "validate";
+
+/// What the server does with an object it could not mutate.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum OnError {
+    /// Admit it unmutated, with a warning and the reason (Gatekeeper's
+    /// `failurePolicy: Ignore` spirit: sartor never blocks the cluster).
+    #[default]
+    Allow,
+    /// Deny it with the reason.
+    Deny,
+}
+
+/// The skip rules and error policy of one server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settings {
+    /// The namespace sartor runs in; its objects are never mutated.
+    pub namespace: String,
+    /// sartor's own service account username
+    /// (`system:serviceaccount:NAMESPACE:NAME`); its requests are never mutated.
+    pub service_account: String,
+    /// Namespaces whose objects are never mutated.
+    pub excluded_namespaces: BTreeSet<String>,
+    /// What to answer when a mutation fails.
+    pub on_error: OnError,
+}
+
+impl Settings {
+    /// Settings for a server in `namespace` running as service account
+    /// `service_account`, excluding `kube-system` and its own namespace.
+    pub fn new(namespace: &str, service_account: &str) -> Settings {
+        Settings {
+            namespace: namespace.to_string(),
+            service_account: format!("system:serviceaccount:{namespace}:{service_account}"),
+            excluded_namespaces: ["kube-system", namespace]
+                .into_iter()
+                .map(str::to_string)
+                .collect(),
+            on_error: OnError::Allow,
+        }
+    }
+}
+
+/// One published set of mutators.
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    /// The compiled mutators.
+    pub system: System,
+    /// Mutators the source knows of that did not compile (for the metrics).
+    pub errors: Vec<MutatorId>,
+}
+
+/// An HTTP answer to one admission call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reply {
+    /// The HTTP status: 200 for every AdmissionReview answer, 400 for a body
+    /// that is not one.
+    pub status: u16,
+    /// `application/json` for reviews, `text/plain` otherwise.
+    pub content_type: &'static str,
+    /// The body.
+    pub body: Vec<u8>,
+    /// How the request ended, for metrics and logs.
+    pub outcome: &'static str,
+}
+
+/// The admission logic of one server: skip rules, the current snapshot,
+/// the namespace provider and the metrics.
+pub struct Webhook {
+    settings: Settings,
+    snapshot: RwLock<Option<Arc<Snapshot>>>,
+    namespaces: Box<dyn Namespaces>,
+    metrics: Arc<Metrics>,
+}
+
+impl std::fmt::Debug for Webhook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Webhook")
+            .field("settings", &self.settings)
+            .field("ready", &self.is_ready())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why a mutation was skipped, for the debug log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Skip {
+    Operation,
+    Subresource,
+    MutatorKind,
+    OwnServiceAccount,
+    OwnNamespace,
+    ExcludedNamespace,
+}
+
+impl Webhook {
+    /// A webhook with no snapshot yet (not ready until [`Webhook::publish`]).
+    pub fn new(
+        settings: Settings,
+        namespaces: Box<dyn Namespaces>,
+        metrics: Arc<Metrics>,
+    ) -> Webhook {
+        Webhook {
+            settings,
+            snapshot: RwLock::new(None),
+            namespaces,
+            metrics,
+        }
+    }
+
+    /// The settings it runs with.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// The metrics it records into.
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
+    }
+
+    /// Swaps in a new snapshot; requests in flight finish on the old one.
+    pub fn publish(&self, snapshot: Snapshot) {
+        self.metrics
+            .set_mutators(&snapshot.system, &snapshot.errors);
+        let snapshot = Arc::new(snapshot);
+        match self.snapshot.write() {
+            Ok(mut current) => *current = Some(snapshot),
+            Err(poisoned) => *poisoned.into_inner() = Some(snapshot),
+        }
+    }
+
+    /// The current snapshot, `None` before the first [`Webhook::publish`].
+    pub fn current(&self) -> Option<Arc<Snapshot>> {
+        match self.snapshot.read() {
+            Ok(current) => current.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// Whether a snapshot has been published (`/readyz`).
+    pub fn is_ready(&self) -> bool {
+        self.current().is_some()
+    }
+
+    /// Answers a `/v1/mutate` body.
+    pub fn mutate(&self, body: &[u8]) -> Reply {
+        let started = Instant::now();
+        let (version, request) = match AdmissionReview::parse(body) {
+            Ok(parsed) => parsed,
+            Err(error) => return bad_request(&error),
+        };
+        let (response, outcome) = match self.mutate_request(&request, started) {
+            Ok(answer) => answer,
+            Err(error) => return bad_request(&error),
+        };
+        review_reply(response, &version, outcome)
+    }
+
+    fn mutate_request(
+        &self,
+        request: &AdmissionRequest,
+        started: Instant,
+    ) -> Result<(AdmissionResponse, &'static str), ReviewError> {
+        let uid = request.uid.as_str();
+        let operation = match request.operation.as_str() {
+            "CREATE" => Some(Operation::Create),
+            "UPDATE" => Some(Operation::Update),
+            _ => None,
+        };
+        if let Some(skip) = self.skip(request, operation) {
+            tracing::debug!(uid, reason = ?skip, "skipped");
+            return Ok((AdmissionResponse::allow(uid), "skipped"));
+        }
+        let Some(operation) = operation else {
+            return Ok((AdmissionResponse::allow(uid), "skipped"));
+        };
+        let object = match &request.object {
+            Some(object @ Value::Object(_)) => object,
+            Some(other) => return Err(ReviewError::ObjectNotAnObject(json_type(other))),
+            None => return Err(ReviewError::ObjectNotAnObject("nothing")),
+        };
+        let Some(snapshot) = self.current() else {
+            return Ok(self.failed(uid, "sartor has not loaded its mutators yet".to_string()));
+        };
+        let gvk = Gvk::of(object);
+        let namespace = (!gvk.is_namespace() && !request.namespace.is_empty())
+            .then_some(request.namespace.as_str());
+        let namespace_object = match namespace.map(|name| self.namespaces.lookup(name)) {
+            Some(Lookup::Found(namespace)) => Some(namespace),
+            Some(Lookup::Unknown) | None => None,
+        };
+        let engine_request = Request {
+            operation,
+            source: Source::Original,
+            namespace,
+            namespace_object: namespace_object.as_deref(),
+        };
+        let mut mutated = object.clone();
+        let mutation = match snapshot.system.mutate(&mut mutated, &engine_request) {
+            Ok(mutation) => mutation,
+            Err(error) => {
+                tracing::warn!(uid, %error, "mutation failed");
+                return Ok(self.failed(uid, error.to_string()));
+            }
+        };
+        let patch = json_patch::diff(object, &mutated);
+        if patch.0.is_empty() {
+            return Ok((AdmissionResponse::allow(uid), "unchanged"));
+        }
+        let patch = match serde_json::to_vec(&patch) {
+            Ok(patch) => patch,
+            Err(error) => return Ok(self.failed(uid, format!("encoding the patch: {error}"))),
+        };
+        let applied = mutation.applied();
+        self.metrics
+            .record_mutation(applied.iter().copied(), mutation.passes);
+        let mutators: Vec<String> = applied.iter().map(ToString::to_string).collect();
+        tracing::info!(
+            uid,
+            kind = %gvk,
+            object = %object_name(request),
+            mutators = %mutators.join(", "),
+            passes = mutation.passes,
+            duration_us = started.elapsed().as_micros() as u64,
+            "mutated"
+        );
+        let response = AdmissionResponse {
+            patch: Some(base64::engine::general_purpose::STANDARD.encode(patch)),
+            patch_type: Some("JSONPatch"),
+            ..AdmissionResponse::allow(uid)
+        };
+        Ok((response, "mutated"))
+    }
+
+    /// The answer to a mutation that failed, per `on_error`.
+    fn failed(&self, uid: &str, reason: String) -> (AdmissionResponse, &'static str) {
+        match self.settings.on_error {
+            OnError::Allow => {
+                let mut response = AdmissionResponse::deny(uid, 500, reason.clone());
+                response.allowed = true;
+                response.warnings = vec![format!("sartor did not mutate this object: {reason}")];
+                (response, "error")
+            }
+            OnError::Deny => (
+                AdmissionResponse::deny(
+                    uid,
+                    500,
+                    format!("sartor could not mutate this object: {reason}"),
+                ),
+                "denied",
+            ),
+        }
+    }
+
+    fn skip(&self, request: &AdmissionRequest, operation: Option<Operation>) -> Option<Skip> {
+        if operation.is_none() {
+            return Some(Skip::Operation);
+        }
+        if !request.sub_resource.is_empty() {
+            return Some(Skip::Subresource);
+        }
+        if request.kind.group == GROUP || request.kind.group == GATEKEEPER_GROUP {
+            return Some(Skip::MutatorKind);
+        }
+        if request.user_info.username == self.settings.service_account {
+            return Some(Skip::OwnServiceAccount);
+        }
+        let namespace = if request.kind.group.is_empty() && request.kind.kind == "Namespace" {
+            namespace_object_name(request)
+        } else {
+            request.namespace.as_str()
+        };
+        if namespace == self.settings.namespace {
+            return Some(Skip::OwnNamespace);
+        }
+        if self.settings.excluded_namespaces.contains(namespace) {
+            return Some(Skip::ExcludedNamespace);
+        }
+        None
+    }
+
+    /// Answers a `/v1/validate` body: denies a mutator that does not compile,
+    /// warns about conflicts with the mutators loaded now.
+    pub fn validate(&self, body: &[u8]) -> Reply {
+        let (version, request) = match AdmissionReview::parse(body) {
+            Ok(parsed) => parsed,
+            Err(error) => return bad_request(&error),
+        };
+        let uid = request.uid.as_str();
+        let is_mutator = (request.kind.group == GROUP || request.kind.group == GATEKEEPER_GROUP)
+            && request.kind.kind.parse::<MutatorKind>().is_ok();
+        if !is_mutator || !matches!(request.operation.as_str(), "CREATE" | "UPDATE") {
+            return review_reply(AdmissionResponse::allow(uid), &version, "skipped");
+        }
+        let object = match &request.object {
+            Some(object @ Value::Object(_)) => object,
+            Some(other) => return bad_request(&ReviewError::ObjectNotAnObject(json_type(other))),
+            None => return bad_request(&ReviewError::ObjectNotAnObject("nothing")),
+        };
+        let (response, outcome) = self.validate_mutator(uid, object);
+        review_reply(response, &version, outcome)
+    }
+
+    fn validate_mutator(&self, uid: &str, object: &Value) -> (AdmissionResponse, &'static str) {
+        let document = Document {
+            origin: Origin {
+                file: "admission request".to_string(),
+                document: None,
+                item: None,
+            },
+            value: object.clone(),
+        };
+        let loaded = match parse_mutator(&document) {
+            Ok(loaded) => loaded,
+            Err(error) => {
+                let message = match &error.subject {
+                    Some(subject) => format!("{subject}: {}", error.problem),
+                    None => error.problem.to_string(),
+                };
+                return (AdmissionResponse::deny(uid, 422, message), "denied");
+            }
+        };
+        let mutator = match Mutator::compile(&loaded.object) {
+            Ok(mutator) => mutator,
+            Err(error) => {
+                return (
+                    AdmissionResponse::deny(uid, 422, error.to_string()),
+                    "denied",
+                );
+            }
+        };
+        let id = mutator.id().clone();
+        let mut response = AdmissionResponse::allow(uid);
+        if let Some(snapshot) = self.current() {
+            let mut system = snapshot.system.clone();
+            system.upsert(mutator);
+            response.warnings = system
+                .conflicts(&id)
+                .iter()
+                .map(|conflict| format!("{id} {conflict}; neither is enforced until one changes"))
+                .collect();
+        }
+        let outcome = if response.warnings.is_empty() {
+            "allowed"
+        } else {
+            "warned"
+        };
+        (response, outcome)
+    }
+}
+
+/// The Namespace's own name: `request.name`, else the object's `metadata.name`.
+fn namespace_object_name(request: &AdmissionRequest) -> &str {
+    if !request.name.is_empty() {
+        return &request.name;
+    }
+    request
+        .object
+        .as_ref()
+        .and_then(|o| o.get("metadata"))
+        .and_then(|m| m.get("name"))
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+}
+
+/// `namespace/name` or `name` for logs.
+fn object_name(request: &AdmissionRequest) -> String {
+    let name = if request.name.is_empty() {
+        request
+            .object
+            .as_ref()
+            .and_then(|o| o.get("metadata"))
+            .and_then(|m| m.get("generateName"))
+            .and_then(Value::as_str)
+            .map(|prefix| format!("{prefix}*"))
+            .unwrap_or_default()
+    } else {
+        request.name.clone()
+    };
+    if request.namespace.is_empty() {
+        name
+    } else {
+        format!("{}/{name}", request.namespace)
+    }
+}
+
+fn review_reply(response: AdmissionResponse, version: &str, outcome: &'static str) -> Reply {
+    match serde_json::to_vec(&response.into_review(version)) {
+        Ok(body) => Reply {
+            status: 200,
+            content_type: "application/json",
+            body,
+            outcome,
+        },
+        Err(error) => internal_error(&format!("encoding the AdmissionReview: {error}")),
+    }
+}
+
+/// A 400 naming why the body is not a usable AdmissionReview.
+pub fn bad_request(error: &ReviewError) -> Reply {
+    Reply {
+        status: 400,
+        content_type: "text/plain; charset=utf-8",
+        body: format!("{error}\n").into_bytes(),
+        outcome: "invalid",
+    }
+}
+
+/// A 500 for a failure of sartor's own (never for bad input).
+pub fn internal_error(message: &str) -> Reply {
+    tracing::error!(message, "internal error");
+    Reply {
+        status: 500,
+        content_type: "text/plain; charset=utf-8",
+        body: format!("internal error: {message}\n").into_bytes(),
+        outcome: "internal_error",
+    }
+}

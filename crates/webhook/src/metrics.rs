@@ -1,0 +1,219 @@
+//! Prometheus metrics, served as text on the metrics port.
+//!
+//! | metric | type | labels |
+//! |---|---|---|
+//! | `sartor_admission_requests_total` | counter | `endpoint`, `outcome` |
+//! | `sartor_admission_request_duration_seconds` | histogram | `endpoint`, `outcome` |
+//! | `sartor_mutations_applied_total` | counter | `kind`, `name` (mutator) |
+//! | `sartor_convergence_passes` | histogram | |
+//! | `sartor_mutators` | gauge | `kind`, `state` (`enforced`, `error`, `conflict`) |
+//! | `sartor_mutator_reloads_total` | counter | `result` (`ok`, `error`) |
+//! | `sartor_tls_certificate_reloads_total` | counter | `result` (`ok`, `error`) |
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+use sartor_engine::{MutatorId, System};
+
+/// Latency buckets: 100 µs to 2.5 s, dense where sartor answers (well under 5 ms).
+const LATENCY_BUCKETS: [f64; 14] = [
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+];
+
+/// Convergence passes: 1 (nothing matched or one pass sufficed) upwards.
+const PASS_BUCKETS: [f64; 7] = [1.0, 2.0, 3.0, 4.0, 6.0, 10.0, 20.0];
+
+/// Which endpoint answered and how.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RequestLabels {
+    endpoint: &'static str,
+    outcome: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct MutatorLabels {
+    kind: &'static str,
+    name: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StateLabels {
+    kind: &'static str,
+    state: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ResultLabels {
+    result: &'static str,
+}
+
+/// Every metric the server exports, and the registry that renders them.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    requests: Family<RequestLabels, Counter>,
+    latency: Family<RequestLabels, Histogram, fn() -> Histogram>,
+    applied: Family<MutatorLabels, Counter>,
+    passes: Histogram,
+    mutators: Family<StateLabels, Gauge>,
+    mutator_reloads: Family<ResultLabels, Counter>,
+    tls_reloads: Family<ResultLabels, Counter>,
+    /// Serialises `set_mutators` so two snapshots never interleave their gauges.
+    gauge_lock: Mutex<()>,
+}
+
+impl Default for Metrics {
+    fn default() -> Metrics {
+        Metrics::new()
+    }
+}
+
+impl Metrics {
+    /// A fresh set of metrics, all zero.
+    pub fn new() -> Metrics {
+        let mut registry = Registry::with_prefix("sartor");
+        let requests = Family::<RequestLabels, Counter>::default();
+        registry.register(
+            "admission_requests",
+            "Admission requests answered, by endpoint and outcome",
+            requests.clone(),
+        );
+        let latency = Family::<RequestLabels, Histogram>::new_with_constructor(
+            (|| Histogram::new(LATENCY_BUCKETS)) as fn() -> Histogram,
+        );
+        registry.register(
+            "admission_request_duration_seconds",
+            "Time from the request's headers to the answer, by endpoint and outcome",
+            latency.clone(),
+        );
+        let applied = Family::<MutatorLabels, Counter>::default();
+        registry.register(
+            "mutations_applied",
+            "Objects each mutator changed",
+            applied.clone(),
+        );
+        let passes = Histogram::new(PASS_BUCKETS);
+        registry.register(
+            "convergence_passes",
+            "Passes over the mutators until an object stopped changing",
+            passes.clone(),
+        );
+        let mutators = Family::<StateLabels, Gauge>::default();
+        registry.register(
+            "mutators",
+            "Mutators known to the server, by kind and state (enforced, error, conflict)",
+            mutators.clone(),
+        );
+        let mutator_reloads = Family::<ResultLabels, Counter>::default();
+        registry.register(
+            "mutator_reloads",
+            "Attempts to load a new mutator snapshot, by result",
+            mutator_reloads.clone(),
+        );
+        let tls_reloads = Family::<ResultLabels, Counter>::default();
+        registry.register(
+            "tls_certificate_reloads",
+            "Serving certificate reloads after the files changed, by result",
+            tls_reloads.clone(),
+        );
+        Metrics {
+            registry,
+            requests,
+            latency,
+            applied,
+            passes,
+            mutators,
+            mutator_reloads,
+            tls_reloads,
+            gauge_lock: Mutex::new(()),
+        }
+    }
+
+    /// Counts one answered request.
+    pub fn record_request(&self, endpoint: &'static str, outcome: &'static str, took: Duration) {
+        let labels = RequestLabels { endpoint, outcome };
+        self.requests.get_or_create(&labels).inc();
+        self.latency
+            .get_or_create(&labels)
+            .observe(took.as_secs_f64());
+    }
+
+    /// Counts one mutated object: the mutators that changed it and the passes it took.
+    pub fn record_mutation<'a>(
+        &self,
+        applied: impl IntoIterator<Item = &'a MutatorId>,
+        passes: usize,
+    ) {
+        for id in applied {
+            self.applied
+                .get_or_create(&MutatorLabels {
+                    kind: id.kind.as_str(),
+                    name: id.name.clone(),
+                })
+                .inc();
+        }
+        self.passes.observe(passes as f64);
+    }
+
+    /// Sets the mutator gauges from a new snapshot: every mutator in `system`
+    /// is enforced or in conflict; `errors` are those that did not compile.
+    pub fn set_mutators(&self, system: &System, errors: &[MutatorId]) {
+        let _guard = self.gauge_lock.lock();
+        self.mutators.clear();
+        for mutator in system.mutators() {
+            let state = if system.is_conflicted(mutator.id()) {
+                "conflict"
+            } else {
+                "enforced"
+            };
+            self.mutators
+                .get_or_create(&StateLabels {
+                    kind: mutator.id().kind.as_str(),
+                    state,
+                })
+                .inc();
+        }
+        for id in errors {
+            self.mutators
+                .get_or_create(&StateLabels {
+                    kind: id.kind.as_str(),
+                    state: "error",
+                })
+                .inc();
+        }
+    }
+
+    /// Counts an attempt to load a new mutator snapshot.
+    pub fn record_mutator_reload(&self, ok: bool) {
+        self.mutator_reloads.get_or_create(&result(ok)).inc();
+    }
+
+    /// Counts an attempt to reload the serving certificate.
+    pub fn record_tls_reload(&self, ok: bool) {
+        self.tls_reloads.get_or_create(&result(ok)).inc();
+    }
+
+    /// The Prometheus text exposition of every metric.
+    pub fn render(&self) -> String {
+        let mut text = String::new();
+        // Writing to a String cannot fail; an encoder error would be a bug in a
+        // metric's labels, and then a partial page beats none.
+        if let Err(error) = encode(&mut text, &self.registry) {
+            tracing::error!(%error, "encoding metrics");
+        }
+        text
+    }
+}
+
+fn result(ok: bool) -> ResultLabels {
+    ResultLabels {
+        result: if ok { "ok" } else { "error" },
+    }
+}

@@ -1,0 +1,255 @@
+//! The AdmissionReview wire format, `admission.k8s.io/v1` and `v1beta1`.
+//!
+//! Our own types rather than kube-core's: the object stays a plain
+//! `serde_json::Value` (the engine's input, no round trip through
+//! `DynamicObject`), and the response echoes the version the API server
+//! asked in, which kube-core's `into_review` does not (it always answers v1).
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The admission API group and the versions sartor answers.
+pub const ADMISSION_VERSIONS: [&str; 2] = ["admission.k8s.io/v1", "admission.k8s.io/v1beta1"];
+
+/// An AdmissionReview as the API server sends it.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AdmissionReview {
+    /// `admission.k8s.io/v1` or `admission.k8s.io/v1beta1`.
+    pub api_version: String,
+    /// `AdmissionReview`.
+    pub kind: String,
+    /// The request; a review without one is malformed.
+    #[serde(default)]
+    pub request: Option<AdmissionRequest>,
+}
+
+/// The fields of an admission request sartor reads.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AdmissionRequest {
+    /// Identifies this request; the response must carry it back.
+    pub uid: String,
+    /// The kind of the object, as the webhook was registered for it.
+    pub kind: GroupVersionKind,
+    /// `CREATE`, `UPDATE`, `DELETE` or `CONNECT`.
+    pub operation: String,
+    /// The object's name; may be empty on CREATE with `generateName`.
+    #[serde(default)]
+    pub name: String,
+    /// The namespace of the request; empty for cluster-scoped objects.
+    #[serde(default)]
+    pub namespace: String,
+    /// The subresource being admitted (`status`, `scale`), if any.
+    #[serde(default)]
+    pub sub_resource: String,
+    /// Who sent the request.
+    #[serde(default)]
+    pub user_info: UserInfo,
+    /// The object being admitted (absent on DELETE).
+    #[serde(default)]
+    pub object: Option<Value>,
+    /// Whether the request has no side effects beyond admission.
+    #[serde(default)]
+    pub dry_run: Option<bool>,
+}
+
+/// An object kind as the admission API spells it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct GroupVersionKind {
+    /// Empty for the core group.
+    #[serde(default)]
+    pub group: String,
+    /// Such as `v1`.
+    #[serde(default)]
+    pub version: String,
+    /// Such as `Pod`.
+    #[serde(default)]
+    pub kind: String,
+}
+
+/// The requesting user.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct UserInfo {
+    /// Such as `system:serviceaccount:sartor-system:sartor`.
+    #[serde(default)]
+    pub username: String,
+}
+
+/// The answer to one request, wrapped in a review by [`AdmissionResponse::into_review`].
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AdmissionResponse {
+    /// The request's uid.
+    pub uid: String,
+    /// Whether the request may go on.
+    pub allowed: bool,
+    /// Why, when denied (or when allowed after a mutation error).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<Status>,
+    /// Base64 of the RFC 6902 JSON Patch, when the object changed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub patch: Option<String>,
+    /// `JSONPatch` whenever `patch` is set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub patch_type: Option<&'static str>,
+    /// Shown to the user by kubectl.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+}
+
+/// The `metav1.Status` subset an AdmissionResponse carries.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Status {
+    /// An HTTP-like status code for the decision.
+    pub code: u16,
+    /// A human-readable reason.
+    pub message: String,
+}
+
+/// Why a body is not a usable AdmissionReview; answered with HTTP 400.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReviewError {
+    /// Not JSON, or JSON of the wrong shape.
+    #[error("the body is not an AdmissionReview: {0}")]
+    Malformed(String),
+    /// An apiVersion or kind sartor does not answer.
+    #[error(
+        "unsupported AdmissionReview apiVersion {api_version:?} kind {kind:?}: \
+         expected kind AdmissionReview, apiVersion admission.k8s.io/v1 or admission.k8s.io/v1beta1"
+    )]
+    Unsupported {
+        /// The apiVersion sent.
+        api_version: String,
+        /// The kind sent.
+        kind: String,
+    },
+    /// The review carries no `request`.
+    #[error("the AdmissionReview has no request")]
+    MissingRequest,
+    /// `request.object` is missing or not a JSON object where one is needed.
+    #[error("request.object must be a JSON object, got {0}")]
+    ObjectNotAnObject(&'static str),
+}
+
+// === impl AdmissionReview ===
+
+impl AdmissionReview {
+    /// Parses a request body, naming the field at fault when it does not fit.
+    ///
+    /// # Errors
+    /// A [`ReviewError`] saying why the body cannot be answered.
+    pub fn parse(body: &[u8]) -> Result<(String, AdmissionRequest), ReviewError> {
+        let deserializer = &mut serde_json::Deserializer::from_slice(body);
+        let review: AdmissionReview =
+            serde_path_to_error::deserialize(deserializer).map_err(|error| {
+                match error.path().to_string().as_str() {
+                    "." => ReviewError::Malformed(error.inner().to_string()),
+                    path => ReviewError::Malformed(format!("{path}: {}", error.inner())),
+                }
+            })?;
+        if review.kind != "AdmissionReview"
+            || !ADMISSION_VERSIONS.contains(&review.api_version.as_str())
+        {
+            return Err(ReviewError::Unsupported {
+                api_version: review.api_version,
+                kind: review.kind,
+            });
+        }
+        let request = review.request.ok_or(ReviewError::MissingRequest)?;
+        Ok((review.api_version, request))
+    }
+}
+
+// === impl AdmissionResponse ===
+
+impl AdmissionResponse {
+    /// Allows the request unchanged.
+    pub fn allow(uid: &str) -> AdmissionResponse {
+        AdmissionResponse {
+            uid: uid.to_string(),
+            allowed: true,
+            ..AdmissionResponse::default()
+        }
+    }
+
+    /// Denies the request with `code` and `message`.
+    pub fn deny(uid: &str, code: u16, message: String) -> AdmissionResponse {
+        AdmissionResponse {
+            uid: uid.to_string(),
+            allowed: false,
+            status: Some(Status { code, message }),
+            ..AdmissionResponse::default()
+        }
+    }
+
+    /// The review document answering a request of `api_version`.
+    pub fn into_review(self, api_version: &str) -> Value {
+        serde_json::json!({
+            "apiVersion": api_version,
+            "kind": "AdmissionReview",
+            "response": self,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+
+    use super::*;
+
+    #[test]
+    fn parses_v1beta1_and_keeps_the_version() {
+        let body = br#"{"apiVersion":"admission.k8s.io/v1beta1","kind":"AdmissionReview",
+            "request":{"uid":"u1","kind":{"group":"","version":"v1","kind":"Pod"},
+            "operation":"CREATE","namespace":"shop","object":{"kind":"Pod"}}}"#;
+        let (version, request) = AdmissionReview::parse(body).unwrap();
+        assert_eq!(version, "admission.k8s.io/v1beta1");
+        assert_eq!(request.uid, "u1");
+        assert_eq!(request.namespace, "shop");
+        assert_eq!(request.object, Some(serde_json::json!({"kind": "Pod"})));
+    }
+
+    #[test]
+    fn names_the_field_at_fault() {
+        let body = br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview",
+            "request":{"uid":7}}"#;
+        assert_eq!(
+            AdmissionReview::parse(body).unwrap_err().to_string(),
+            "the body is not an AdmissionReview: request.uid: invalid type: integer `7`, \
+             expected a string at line 2 column 30"
+        );
+    }
+
+    #[test]
+    fn rejects_other_kinds_and_versions() {
+        let body = br#"{"apiVersion":"admission.k8s.io/v2","kind":"AdmissionReview"}"#;
+        assert_eq!(
+            AdmissionReview::parse(body).unwrap_err(),
+            ReviewError::Unsupported {
+                api_version: "admission.k8s.io/v2".to_string(),
+                kind: "AdmissionReview".to_string()
+            }
+        );
+        let body = br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}"#;
+        assert_eq!(
+            AdmissionReview::parse(body).unwrap_err(),
+            ReviewError::MissingRequest
+        );
+    }
+
+    #[test]
+    fn response_omits_what_is_unset() {
+        let review = AdmissionResponse::allow("u1").into_review("admission.k8s.io/v1");
+        assert_eq!(
+            review,
+            serde_json::json!({
+                "apiVersion": "admission.k8s.io/v1",
+                "kind": "AdmissionReview",
+                "response": {"uid": "u1", "allowed": true},
+            })
+        );
+    }
+}
