@@ -1,9 +1,10 @@
 //! Reading mutators into a System, collecting every problem as a finding.
 
+use std::collections::HashMap;
 use std::fmt;
 
-use sartor_api::{Input, Origin, load_mutators};
-use sartor_engine::{Mutator, System};
+use sartor_api::{Input, Origin, load_mutators, read_documents};
+use sartor_engine::{Gvk, Mutator, System};
 use serde_json::{Value, json};
 
 /// One problem with the mutator set, for humans (Display) and CI (JSON).
@@ -87,4 +88,33 @@ pub fn system(paths: &[String]) -> (System, Vec<Finding>) {
         }
     }
     (system, findings)
+}
+
+/// Reads the Namespace objects under `paths` (`--namespaces`), by name, and
+/// a message for every unreadable input or object that is not a Namespace.
+pub fn namespaces(paths: &[String]) -> (HashMap<String, Value>, Vec<String>) {
+    let inputs: Vec<Input> = paths.iter().map(|p| Input::from_arg(p)).collect();
+    let (documents, errors) = read_documents(&inputs);
+    let mut messages: Vec<String> = errors.iter().map(ToString::to_string).collect();
+    let mut namespaces = HashMap::new();
+    for document in documents {
+        match namespace_name(&document.value) {
+            Some(name) => {
+                namespaces.insert(name.to_string(), document.value);
+            }
+            None => messages.push(format!(
+                "{}: --namespaces takes v1 Namespace objects only",
+                document.origin
+            )),
+        }
+    }
+    (namespaces, messages)
+}
+
+/// The name of a core v1 Namespace object.
+pub fn namespace_name(value: &Value) -> Option<&str> {
+    if !Gvk::of(value).is_namespace() {
+        return None;
+    }
+    value.get("metadata")?.get("name")?.as_str()
 }

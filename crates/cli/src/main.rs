@@ -8,6 +8,7 @@ mod crds;
 mod lint;
 mod load;
 mod mutate;
+mod serve;
 mod test;
 
 use std::process::ExitCode;
@@ -34,6 +35,7 @@ enum Command {
     Mutate(mutate::MutateArgs),
     Lint(lint::LintArgs),
     Test(test::TestArgs),
+    Serve(Box<serve::ServeArgs>),
     Crds(crds::CrdsArgs),
 }
 
@@ -55,6 +57,7 @@ fn main() -> ExitCode {
         Command::Mutate(args) => mutate::run(&args),
         Command::Lint(args) => lint::run(&args),
         Command::Test(args) => test::run(&args),
+        Command::Serve(args) => serve::run(&args),
         Command::Crds(args) => crds::run(&args),
     };
     match outcome {

@@ -10,7 +10,8 @@ use sartor_engine::matching::MatchError;
 use sartor_engine::{Failure, Gvk, Mutation, ObjectRef, Operation, Request};
 use serde_json::{Value, json};
 
-use crate::{Outcome, load};
+use crate::Outcome;
+use crate::load::{self, namespace_name};
 
 /// Apply mutators to Kubernetes objects and print the results.
 ///
@@ -79,27 +80,15 @@ pub fn run(args: &MutateArgs) -> anyhow::Result<Outcome> {
         args.inputs.iter().map(|p| Input::from_arg(p)).collect()
     };
     let (documents, errors) = read_documents(&inputs);
-    let namespace_paths: Vec<Input> = args.namespaces.iter().map(|p| Input::from_arg(p)).collect();
-    let (namespace_docs, namespace_errors) = read_documents(&namespace_paths);
+    let (mut namespaces, namespace_errors) = load::namespaces(&args.namespaces);
     let mut invalid = false;
-    for error in errors.iter().chain(&namespace_errors) {
+    for error in errors
+        .iter()
+        .map(ToString::to_string)
+        .chain(namespace_errors)
+    {
         eprintln!("error: {error}");
         invalid = true;
-    }
-    let mut namespaces: HashMap<String, Value> = HashMap::new();
-    for document in &namespace_docs {
-        match namespace_name(&document.value) {
-            Some(name) => {
-                namespaces.insert(name.to_string(), document.value.clone());
-            }
-            None => {
-                eprintln!(
-                    "error: {}: --namespaces takes v1 Namespace objects only",
-                    document.origin
-                );
-                invalid = true;
-            }
-        }
     }
     if invalid {
         return Ok(Outcome::InvalidInput);
@@ -255,14 +244,6 @@ pub(crate) fn colour(diff: &str) -> String {
             format!("\x1b[{code}m{line}\x1b[0m\n")
         })
         .collect()
-}
-
-/// The name of a core v1 Namespace object.
-pub(crate) fn namespace_name(value: &Value) -> Option<&str> {
-    if !Gvk::of(value).is_namespace() {
-        return None;
-    }
-    value.get("metadata")?.get("name")?.as_str()
 }
 
 fn print(results: &[Value], format: Format) -> anyhow::Result<()> {

@@ -26,7 +26,8 @@ use sartor_engine::{Operation, System};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::mutate::{colour, mutate_one, namespace_name, yaml_diff};
+use crate::load::namespace_name;
+use crate::mutate::{colour, mutate_one, yaml_diff};
 use crate::{Outcome, load};
 
 /// Run mutator test suites (`*.sartor-test.yaml`).

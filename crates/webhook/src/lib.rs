@@ -13,6 +13,7 @@
 //! never wait on an update. [`Server`] is the network shell around [`Webhook`].
 
 pub mod admission;
+pub mod certs;
 pub mod metrics;
 pub mod namespaces;
 pub mod review;
@@ -20,6 +21,7 @@ pub mod server;
 pub mod tls;
 
 pub use admission::{OnError, Reply, Settings, Snapshot, Webhook};
+pub use certs::{CertFiles, SelfSigned};
 pub use metrics::Metrics;
 pub use namespaces::{Fixed, Lookup, Namespaces, Unlabelled};
 pub use server::{Config, Limits, MAX_BODY_BYTES, ServeError, Server};

@@ -1,0 +1,308 @@
+//! `sartor serve`: the admission webhook, fed from a directory of mutator
+//! files that it watches (the mode for a laptop and for GitOps setups that
+//! sync a git repository into a volume).
+
+use std::collections::BTreeMap;
+use std::io::IsTerminal as _;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use anyhow::Context as _;
+use clap::{Args, ValueEnum};
+use sartor_webhook::{
+    Config, Fixed, Limits, Metrics, Namespaces, OnError, SelfSigned, Server, Settings, Snapshot,
+    TlsFiles, Unlabelled, Webhook,
+};
+
+use crate::{Outcome, load};
+
+/// Serve the mutating admission webhook.
+///
+/// Admission (`POST /v1/mutate`, `POST /v1/validate`) is served over TLS on
+/// --addr; `GET /metrics` (Prometheus) on --metrics-addr over plain HTTP;
+/// `/healthz` and `/readyz` on both. Mutators come from --mutators, which is
+/// watched: a change swaps in a new set, and a broken file keeps the last
+/// good set (and says why in the log). The certificate files are watched too.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// A mutator file or directory to serve and watch; repeat the flag for more.
+    #[arg(long = "mutators", short = 'm', value_name = "PATH", required = true, action = clap::ArgAction::Append)]
+    mutators: Vec<String>,
+    /// A file or directory of Namespace objects, for mutators with a
+    /// namespaceSelector; repeat the flag for more. Without it every namespace
+    /// counts as unlabelled; with it a namespace not listed fails such a
+    /// mutator's match (answered per --on-error).
+    #[arg(long = "namespaces", value_name = "PATH", action = clap::ArgAction::Append)]
+    namespaces: Vec<String>,
+    /// Address for admission over TLS.
+    #[arg(long, default_value = "0.0.0.0:8443")]
+    addr: SocketAddr,
+    /// Address for /metrics, /healthz and /readyz over plain HTTP.
+    #[arg(long, default_value = "0.0.0.0:8888")]
+    metrics_addr: SocketAddr,
+    /// PEM certificate chain to serve; reloaded when the file changes.
+    #[arg(
+        long,
+        value_name = "FILE",
+        required_unless_present = "self_signed",
+        requires = "tls_key_file"
+    )]
+    tls_cert_file: Option<PathBuf>,
+    /// PEM private key of --tls-cert-file; reloaded when the file changes.
+    #[arg(long, value_name = "FILE", requires = "tls_cert_file")]
+    tls_key_file: Option<PathBuf>,
+    /// PEM CA bundle; when given, clients must present a certificate it
+    /// signed (the API server can be configured to).
+    #[arg(long, value_name = "FILE")]
+    client_ca_file: Option<PathBuf>,
+    /// Generate a CA and a serving certificate for localhost, 127.0.0.1 and
+    /// ::1 into --cert-dir, and serve it; clients trust DIR/ca.crt.
+    #[arg(long, conflicts_with_all = ["tls_cert_file", "tls_key_file"])]
+    self_signed: bool,
+    /// Where --self-signed writes ca.crt, tls.crt and tls.key.
+    #[arg(long, value_name = "DIR", requires = "self_signed")]
+    cert_dir: Option<PathBuf>,
+    /// The namespace sartor runs in; objects in it are never mutated.
+    #[arg(long, env = "POD_NAMESPACE", default_value = "sartor-system")]
+    namespace: String,
+    /// sartor's service account; its own requests are never mutated.
+    #[arg(long, default_value = "sartor")]
+    service_account: String,
+    /// A namespace whose objects are never mutated (besides sartor's own);
+    /// repeat the flag for more.
+    #[arg(long = "exclude-namespace", value_name = "NAME", default_values_t = ["kube-system".to_string()], action = clap::ArgAction::Append)]
+    exclude_namespaces: Vec<String>,
+    /// What to answer for an object that cannot be mutated (not converging,
+    /// a setter error): admit it unmutated with a warning, or deny it.
+    #[arg(long, value_enum, default_value_t = OnErrorArg::Allow)]
+    on_error: OnErrorArg,
+    /// Log format.
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
+    /// How often --mutators and the certificate files are checked for
+    /// changes, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(10..))]
+    poll_interval_ms: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum OnErrorArg {
+    Allow,
+    Deny,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
+}
+
+/// Runs `sartor serve` until SIGTERM or Ctrl-C.
+///
+/// # Errors
+/// When the certificate, the Namespace files or the addresses are unusable.
+pub fn run(args: &ServeArgs) -> anyhow::Result<Outcome> {
+    init_logs(args.log_format);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    runtime.block_on(serve(args))?;
+    Ok(Outcome::Ok)
+}
+
+async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
+    let tls = match (&args.tls_cert_file, &args.tls_key_file) {
+        (Some(cert), Some(key)) => TlsFiles {
+            cert: cert.clone(),
+            key: key.clone(),
+            client_ca: args.client_ca_file.clone(),
+        },
+        _ => {
+            let dir = args
+                .cert_dir
+                .clone()
+                .unwrap_or_else(|| std::env::temp_dir().join("sartor-self-signed"));
+            let names = ["localhost", "127.0.0.1", "::1"];
+            let files = SelfSigned::generate("sartor", &names)
+                .and_then(|generated| generated.write(&dir))
+                .context("--self-signed")?;
+            tracing::info!(ca = %files.ca.display(), "generated a self-signed certificate; clients trust this CA bundle");
+            TlsFiles {
+                cert: files.cert,
+                key: files.key,
+                client_ca: args.client_ca_file.clone(),
+            }
+        }
+    };
+    let namespaces: Box<dyn Namespaces> = if args.namespaces.is_empty() {
+        Box::new(Unlabelled::default())
+    } else {
+        let (namespaces, errors) = load::namespaces(&args.namespaces);
+        if !errors.is_empty() {
+            anyhow::bail!("--namespaces: {}", errors.join("; "));
+        }
+        Box::new(Fixed::new(namespaces.into_values()))
+    };
+    let mut settings = Settings::new(&args.namespace, &args.service_account);
+    settings
+        .excluded_namespaces
+        .extend(args.exclude_namespaces.iter().cloned());
+    settings.on_error = match args.on_error {
+        OnErrorArg::Allow => OnError::Allow,
+        OnErrorArg::Deny => OnError::Deny,
+    };
+    let webhook = Arc::new(Webhook::new(settings, namespaces, Arc::new(Metrics::new())));
+    let poll = Duration::from_millis(args.poll_interval_ms);
+    let config = Config {
+        addr: args.addr,
+        metrics_addr: args.metrics_addr,
+        tls,
+        limits: Limits {
+            tls_reload_interval: poll,
+            ..Limits::default()
+        },
+    };
+    let server = Server::bind(&config, webhook.clone()).await?;
+    tracing::info!(
+        addr = %server.addr(),
+        metrics_addr = %server.metrics_addr(),
+        "listening"
+    );
+    let watcher = MutatorWatcher {
+        paths: args.mutators.clone(),
+        webhook,
+        seen: None,
+    };
+    std::thread::Builder::new()
+        .name("mutator-watch".to_string())
+        .spawn(move || watcher.run(poll))
+        .context("starting the mutator watcher")?;
+    server.run(shutdown_signal()).await;
+    Ok(())
+}
+
+/// Completes on SIGTERM (how Kubernetes stops a pod) or Ctrl-C.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        if let Err(error) = tokio::signal::ctrl_c().await {
+            tracing::warn!(%error, "cannot listen for Ctrl-C");
+            std::future::pending::<()>().await;
+        }
+    };
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut term) => {
+                term.recv().await;
+            }
+            Err(error) => {
+                tracing::warn!(%error, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    tokio::select! {
+        () = ctrl_c => tracing::info!("interrupted"),
+        () = term => tracing::info!("SIGTERM received"),
+    }
+}
+
+fn init_logs(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal());
+    match format {
+        LogFormat::Json => builder.json().flatten_event(true).init(),
+        LogFormat::Text => builder.init(),
+    }
+}
+
+/// Size and modification time of every file under the watched paths: a
+/// change in any means the set must be read again.
+type Fingerprint = BTreeMap<PathBuf, (u64, Option<SystemTime>)>;
+
+/// Polls the mutator paths and publishes a new snapshot when they change.
+struct MutatorWatcher {
+    paths: Vec<String>,
+    webhook: Arc<Webhook>,
+    seen: Option<Fingerprint>,
+}
+
+impl MutatorWatcher {
+    fn run(mut self, every: Duration) {
+        loop {
+            self.poll();
+            std::thread::sleep(every);
+        }
+    }
+
+    fn poll(&mut self) {
+        let mut fingerprint = Fingerprint::new();
+        for path in &self.paths {
+            fingerprint_into(Path::new(path), &mut fingerprint);
+        }
+        if self.seen.as_ref() == Some(&fingerprint) {
+            return;
+        }
+        self.seen = Some(fingerprint);
+        let (system, findings) = load::system(&self.paths);
+        let broken: Vec<_> = findings
+            .iter()
+            .filter(|f| f.category != "conflict")
+            .collect();
+        if !broken.is_empty() {
+            self.webhook.metrics().record_mutator_reload(false);
+            let problems: Vec<String> = broken.iter().map(ToString::to_string).collect();
+            if self.webhook.is_ready() {
+                tracing::error!(problems = %problems.join("; "), "mutators changed but cannot be loaded; keeping the last good set");
+            } else {
+                tracing::error!(problems = %problems.join("; "), "mutators cannot be loaded; not ready until they can");
+            }
+            return;
+        }
+        for finding in &findings {
+            tracing::warn!(problem = %finding, "mutator conflict: neither mutator is enforced");
+        }
+        self.webhook.metrics().record_mutator_reload(true);
+        tracing::info!(
+            mutators = system.len(),
+            conflicted = system.conflicted().len(),
+            "mutators loaded"
+        );
+        self.webhook.publish(Snapshot {
+            system,
+            errors: Vec::new(),
+        });
+    }
+}
+
+/// Adds `path` (a file, or a directory walked recursively) to `fingerprint`.
+/// Unreadable entries count as absent; the loader reports them.
+fn fingerprint_into(path: &Path, fingerprint: &mut Fingerprint) {
+    let Ok(metadata) = std::fs::metadata(path) else {
+        return;
+    };
+    if metadata.is_dir() {
+        let Ok(entries) = std::fs::read_dir(path) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            // As the loader: symlinked directories are not followed (no loops).
+            let symlinked_dir = entry.file_type().is_ok_and(|t| t.is_symlink())
+                && std::fs::metadata(entry.path()).is_ok_and(|m| m.is_dir());
+            if !symlinked_dir {
+                fingerprint_into(&entry.path(), fingerprint);
+            }
+        }
+    } else {
+        fingerprint.insert(
+            path.to_path_buf(),
+            (metadata.len(), metadata.modified().ok()),
+        );
+    }
+}
