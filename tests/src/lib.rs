@@ -3,6 +3,8 @@
 //! This crate exists because a virtual workspace cannot own a top-level
 //! `tests/` directory; it is never published.
 
+pub mod https;
+
 use std::path::{Path, PathBuf};
 
 /// The workspace root: the directory holding the top-level `Cargo.toml`.
