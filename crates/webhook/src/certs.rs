@@ -39,13 +39,12 @@ pub enum CertError {
     #[error("generating a certificate: {0}")]
     Generate(#[from] rcgen::Error),
     /// A file could not be written.
-    #[error("writing {}: {source}", path.display())]
+    #[error("writing {}: {error}", path.display())]
     Write {
         /// The file.
         path: PathBuf,
-        /// Why.
-        #[source]
-        source: std::io::Error,
+        /// Why (in the message, so not also a `source`).
+        error: std::io::Error,
     },
 }
 
@@ -86,9 +85,9 @@ impl SelfSigned {
     /// # Errors
     /// A [`CertError`] naming the file that could not be written.
     pub fn write(&self, dir: &Path) -> Result<CertFiles, CertError> {
-        std::fs::create_dir_all(dir).map_err(|source| CertError::Write {
+        std::fs::create_dir_all(dir).map_err(|error| CertError::Write {
             path: dir.to_path_buf(),
-            source,
+            error,
         })?;
         let files = CertFiles {
             ca: dir.join("ca.crt"),
@@ -105,9 +104,9 @@ impl SelfSigned {
 /// Writes via a temporary file and a rename, so a reader never sees half a file.
 fn write_file(path: &Path, contents: &str, mode: u32) -> Result<(), CertError> {
     use std::os::unix::fs::OpenOptionsExt as _;
-    let fail = |source| CertError::Write {
+    let fail = |error| CertError::Write {
         path: path.to_path_buf(),
-        source,
+        error,
     };
     let mut temporary = path.as_os_str().to_owned();
     temporary.push(".tmp");

@@ -76,13 +76,12 @@ pub struct Config {
 #[non_exhaustive]
 pub enum ServeError {
     /// A listener could not bind.
-    #[error("listening on {addr}: {source}")]
+    #[error("listening on {addr}: {error}")]
     Bind {
         /// The address.
         addr: SocketAddr,
-        /// Why.
-        #[source]
-        source: std::io::Error,
+        /// Why (in the message, so not also a `source`).
+        error: std::io::Error,
     },
     /// The TLS configuration is unusable.
     #[error(transparent)]
@@ -121,7 +120,7 @@ impl Server {
         let bind = |addr: SocketAddr| async move {
             TcpListener::bind(addr)
                 .await
-                .map_err(|source| ServeError::Bind { addr, source })
+                .map_err(|error| ServeError::Bind { addr, error })
         };
         Ok(Server {
             listener: bind(config.addr).await?,

@@ -30,13 +30,12 @@ pub struct TlsFiles {
 #[non_exhaustive]
 pub enum TlsError {
     /// A file could not be read.
-    #[error("reading {}: {source}", path.display())]
+    #[error("reading {}: {error}", path.display())]
     Read {
         /// The file.
         path: PathBuf,
-        /// Why.
-        #[source]
-        source: io::Error,
+        /// Why (in the message, so not also a `source`).
+        error: io::Error,
     },
     /// A file holds no usable PEM section of the expected kind.
     #[error("{}: {reason}", path.display())]
@@ -170,9 +169,9 @@ impl ResolvesServerCert for Certificate {
 }
 
 fn read(path: &Path) -> Result<Vec<u8>, TlsError> {
-    std::fs::read(path).map_err(|source| TlsError::Read {
+    std::fs::read(path).map_err(|error| TlsError::Read {
         path: path.to_path_buf(),
-        source,
+        error,
     })
 }
 

@@ -1,0 +1,278 @@
+//! `sartor serve` as a user runs it: the real binary, a self-signed
+//! certificate, real TLS on 127.0.0.1, and a mutator directory edited while
+//! it serves.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic,
+    missing_docs
+)]
+
+use std::io::{BufRead as _, BufReader};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use sartor_tests::https;
+use serde_json::{Value, json};
+
+const ALWAYS_PULL: &str = r#"
+apiVersion: mutations.sartor.dev/v1
+kind: Assign
+metadata:
+  name: always-pull
+spec:
+  applyTo:
+  - groups: [""]
+    versions: [v1]
+    kinds: [Pod]
+  location: "spec.containers[name: *].imagePullPolicy"
+  parameters:
+    assign:
+      value: Always
+"#;
+
+const SECCOMP: &str = r#"
+apiVersion: mutations.sartor.dev/v1
+kind: Assign
+metadata:
+  name: seccomp
+spec:
+  applyTo:
+  - groups: [""]
+    versions: [v1]
+    kinds: [Pod]
+  location: spec.securityContext.seccompProfile.type
+  parameters:
+    assign:
+      value: RuntimeDefault
+"#;
+
+/// A running `sartor serve` and its log lines.
+struct Served {
+    child: Child,
+    logs: mpsc::Receiver<Value>,
+    seen: Vec<Value>,
+    addr: SocketAddr,
+    metrics_addr: SocketAddr,
+    ca_pem: String,
+}
+
+impl Served {
+    fn start(dir: &Path) -> Served {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_sartor"))
+            .arg("serve")
+            .args(["--mutators", &dir.join("mutators").to_string_lossy()])
+            .arg("--self-signed")
+            .args(["--cert-dir", &dir.join("certs").to_string_lossy()])
+            .args(["--addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0"])
+            .args(["--log-format", "json", "--poll-interval-ms", "50"])
+            .env("RUST_LOG", "info")
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let (sender, logs) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                let value = serde_json::from_str(&line).unwrap_or(json!({"unparsed": line}));
+                if sender.send(value).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut served = Served {
+            child,
+            logs,
+            seen: Vec::new(),
+            addr: "127.0.0.1:0".parse().unwrap(),
+            metrics_addr: "127.0.0.1:0".parse().unwrap(),
+            ca_pem: String::new(),
+        };
+        let listening = served.wait_for_log("listening");
+        served.addr = listening["addr"].as_str().unwrap().parse().unwrap();
+        served.metrics_addr = listening["metrics_addr"].as_str().unwrap().parse().unwrap();
+        served.ca_pem = std::fs::read_to_string(dir.join("certs/ca.crt")).unwrap();
+        served
+    }
+
+    /// Waits up to 10 s for a log line whose message is `message`.
+    fn wait_for_log(&mut self, message: &str) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.logs.recv_timeout(left) {
+                Ok(line) => {
+                    self.seen.push(line.clone());
+                    if line["message"] == message {
+                        return line;
+                    }
+                }
+                Err(_) => panic!("no log line {message:?}; saw {:#?}", self.seen),
+            }
+        }
+    }
+
+    async fn patch(&self) -> Value {
+        let pod = json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "web"},
+            "spec": {"containers": [{"name": "app", "image": "nginx"}]},
+        });
+        let review = json!({
+            "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+            "request": {
+                "uid": "u1", "kind": {"group": "", "version": "v1", "kind": "Pod"},
+                "namespace": "shop", "name": "web", "operation": "CREATE", "object": pod,
+            },
+        });
+        let mut client = https::connect(self.addr, &self.ca_pem).await.unwrap();
+        let answer = client.post("/v1/mutate", review.to_string()).await.unwrap();
+        assert_eq!(answer.status, 200, "{}", answer.body);
+        let answer: Value = serde_json::from_str(&answer.body).unwrap();
+        match answer["response"]["patch"].as_str() {
+            None => json!([]),
+            Some(patch) => serde_json::from_slice(
+                &base64::engine::general_purpose::STANDARD
+                    .decode(patch)
+                    .unwrap(),
+            )
+            .unwrap(),
+        }
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+    }
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("sartor-serve-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("mutators")).unwrap();
+    dir
+}
+
+fn always_pull_patch() -> Value {
+    json!([{"op": "add", "path": "/spec/containers/0/imagePullPolicy", "value": "Always"}])
+}
+
+#[tokio::test]
+async fn serve_mutates_reloads_the_directory_keeps_the_last_good_set_and_stops_on_sigterm() {
+    let dir = temp_dir("reload");
+    std::fs::write(dir.join("mutators/always-pull.yaml"), ALWAYS_PULL).unwrap();
+    let mut served = Served::start(&dir);
+    served.wait_for_log("mutators loaded");
+    let ready = https::http_get(served.metrics_addr, "/readyz")
+        .await
+        .unwrap();
+    assert_eq!((ready.status, ready.body.as_str()), (200, "ok\n"));
+    assert_eq!(served.patch().await, always_pull_patch());
+
+    // A new file: the next request sees both mutators.
+    std::fs::write(dir.join("mutators/seccomp.yaml"), SECCOMP).unwrap();
+    let loaded = served.wait_for_log("mutators loaded");
+    assert_eq!(loaded["mutators"], 2);
+    assert_eq!(
+        served.patch().await,
+        json!([
+            {"op": "add", "path": "/spec/containers/0/imagePullPolicy", "value": "Always"},
+            {"op": "add", "path": "/spec/securityContext", "value": {"seccompProfile": {"type": "RuntimeDefault"}}},
+        ])
+    );
+
+    // A broken file: the last good set stays, and the log says why.
+    std::fs::write(dir.join("mutators/seccomp.yaml"), "kind: Assign\n  bad: [").unwrap();
+    let refused =
+        served.wait_for_log("mutators changed but cannot be loaded; keeping the last good set");
+    let problems = refused["problems"].as_str().unwrap();
+    assert!(problems.contains("seccomp.yaml"), "{problems}");
+    assert_eq!(served.patch().await.as_array().unwrap().len(), 2);
+    let metrics = https::http_get(served.metrics_addr, "/metrics")
+        .await
+        .unwrap()
+        .body;
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l == "sartor_mutator_reloads_total{result=\"error\"} 1"),
+        "{metrics}"
+    );
+
+    // Removing it goes back to one mutator.
+    std::fs::remove_file(dir.join("mutators/seccomp.yaml")).unwrap();
+    let loaded = served.wait_for_log("mutators loaded");
+    assert_eq!(loaded["mutators"], 1);
+    assert_eq!(served.patch().await, always_pull_patch());
+
+    let status = Command::new("kill")
+        .args(["-TERM", &served.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    served.wait_for_log("SIGTERM received");
+    served.wait_for_log("shut down");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let exit = loop {
+        if let Some(exit) = served.child.try_wait().unwrap() {
+            break exit;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "sartor serve did not exit after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(exit.success(), "{exit}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn serve_is_not_ready_until_the_mutators_load() {
+    let dir = temp_dir("not-ready");
+    std::fs::write(dir.join("mutators/broken.yaml"), "apiVersion: [").unwrap();
+    let mut served = Served::start(&dir);
+    served.wait_for_log("mutators cannot be loaded; not ready until they can");
+    let ready = https::http_get(served.metrics_addr, "/readyz")
+        .await
+        .unwrap();
+    assert_eq!(
+        (ready.status, ready.body.as_str()),
+        (503, "not ready: no mutator snapshot loaded yet\n")
+    );
+    std::fs::write(dir.join("mutators/broken.yaml"), ALWAYS_PULL).unwrap();
+    served.wait_for_log("mutators loaded");
+    let ready = https::http_get(served.metrics_addr, "/readyz")
+        .await
+        .unwrap();
+    assert_eq!(ready.status, 200);
+    assert_eq!(served.patch().await, always_pull_patch());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn serve_names_a_missing_certificate_file() {
+    let output = Command::new(env!("CARGO_BIN_EXE_sartor"))
+        .args(["serve", "--mutators", "nowhere"])
+        .args([
+            "--tls-cert-file",
+            "/nonexistent/tls.crt",
+            "--tls-key-file",
+            "/nonexistent/tls.key",
+        ])
+        .args(["--addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr),
+        "error: reading /nonexistent/tls.crt: No such file or directory (os error 2)\n"
+    );
+}
