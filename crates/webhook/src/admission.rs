@@ -407,7 +407,7 @@ fn object_name(request: &AdmissionRequest) -> String {
 }
 
 fn review_reply(response: AdmissionResponse, version: &str, outcome: &'static str) -> Reply {
-    match serde_json::to_vec(&response.into_review(version)) {
+    match response.to_review_json(version) {
         Ok(body) => Reply {
             status: 200,
             content_type: "application/json",

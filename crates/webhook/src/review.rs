@@ -141,14 +141,12 @@ impl AdmissionReview {
     /// # Errors
     /// A [`ReviewError`] saying why the body cannot be answered.
     pub fn parse(body: &[u8]) -> Result<(String, AdmissionRequest), ReviewError> {
-        let deserializer = &mut serde_json::Deserializer::from_slice(body);
-        let review: AdmissionReview =
-            serde_path_to_error::deserialize(deserializer).map_err(|error| {
-                match error.path().to_string().as_str() {
-                    "." => ReviewError::Malformed(error.inner().to_string()),
-                    path => ReviewError::Malformed(format!("{path}: {}", error.inner())),
-                }
-            })?;
+        // Tracking the path costs a tenth of a request; only a body that
+        // fails to parse is read again to say where.
+        let review: AdmissionReview = match serde_json::from_slice(body) {
+            Ok(review) => review,
+            Err(error) => return Err(locate(body, &error)),
+        };
         if review.kind != "AdmissionReview"
             || !ADMISSION_VERSIONS.contains(&review.api_version.as_str())
         {
@@ -159,6 +157,18 @@ impl AdmissionReview {
         }
         let request = review.request.ok_or(ReviewError::MissingRequest)?;
         Ok((review.api_version, request))
+    }
+}
+
+/// The error for a body that does not parse, naming the field at fault.
+fn locate(body: &[u8], error: &serde_json::Error) -> ReviewError {
+    let deserializer = &mut serde_json::Deserializer::from_slice(body);
+    match serde_path_to_error::deserialize::<_, AdmissionReview>(deserializer) {
+        Err(located) => match located.path().to_string().as_str() {
+            "." => ReviewError::Malformed(located.inner().to_string()),
+            path => ReviewError::Malformed(format!("{path}: {}", located.inner())),
+        },
+        Ok(_) => ReviewError::Malformed(error.to_string()),
     }
 }
 
@@ -190,6 +200,26 @@ impl AdmissionResponse {
             "apiVersion": api_version,
             "kind": "AdmissionReview",
             "response": self,
+        })
+    }
+
+    /// The review answering a request of `api_version`, encoded (what
+    /// [`AdmissionResponse::into_review`] gives, without the detour through a `Value`).
+    ///
+    /// # Errors
+    /// Only if serde_json fails to write to memory.
+    pub fn to_review_json(&self, api_version: &str) -> Result<Vec<u8>, serde_json::Error> {
+        #[derive(Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Review<'a> {
+            api_version: &'a str,
+            kind: &'static str,
+            response: &'a AdmissionResponse,
+        }
+        serde_json::to_vec(&Review {
+            api_version,
+            kind: "AdmissionReview",
+            response: self,
         })
     }
 }
@@ -242,7 +272,12 @@ mod tests {
 
     #[test]
     fn response_omits_what_is_unset() {
-        let review = AdmissionResponse::allow("u1").into_review("admission.k8s.io/v1");
+        let response = AdmissionResponse::allow("u1");
+        let encoded: Value =
+            serde_json::from_slice(&response.to_review_json("admission.k8s.io/v1").unwrap())
+                .unwrap();
+        assert_eq!(encoded, response.clone().into_review("admission.k8s.io/v1"));
+        let review = response.into_review("admission.k8s.io/v1");
         assert_eq!(
             review,
             serde_json::json!({

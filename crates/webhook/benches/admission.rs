@@ -1,0 +1,56 @@
+//! One `/v1/mutate` body through `Webhook::mutate` (no network): the load
+//! test's realistic Pod and each set of 100 mutators, against none.
+//!
+//! Inputs come from `load/make-load.py`, written to a temporary directory.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::path::Path;
+use std::process::Command;
+use std::sync::Arc;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use sartor_api::{Input, load_mutators};
+use sartor_engine::{Mutator, System};
+use sartor_webhook::{Metrics, Settings, Snapshot, Unlabelled, Webhook};
+
+fn webhook(mutators: &Path) -> Webhook {
+    let loaded = load_mutators(&[Input::from_arg(&mutators.to_string_lossy())]);
+    assert!(loaded.errors.is_empty());
+    let mut system = System::new();
+    for mutator in &loaded.mutators {
+        system.upsert(Mutator::compile(&mutator.object).unwrap());
+    }
+    let webhook = Webhook::new(
+        Settings::new("sartor-system", "sartor"),
+        Box::new(Unlabelled::default()),
+        Arc::new(Metrics::new()),
+    );
+    webhook.publish(Snapshot {
+        system,
+        errors: Vec::new(),
+    });
+    webhook
+}
+
+fn admission(c: &mut Criterion) {
+    let dir = std::env::temp_dir().join(format!("sartor-admission-bench-{}", std::process::id()));
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("load/make-load.py");
+    let status = Command::new("python3")
+        .arg(script)
+        .arg(&dir)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let body = std::fs::read(dir.join("review.json")).unwrap();
+    let mut group = c.benchmark_group("webhook_mutate");
+    for set in ["empty", "typical", "heavy"] {
+        let webhook = webhook(&dir.join(set));
+        assert_eq!(webhook.mutate(&body).status, 200);
+        group.bench_function(set, |b| b.iter(|| webhook.mutate(&body)));
+    }
+    group.finish();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+criterion_group!(benches, admission);
+criterion_main!(benches);
