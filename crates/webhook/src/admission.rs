@@ -225,6 +225,10 @@ impl Webhook {
                 return Ok(self.failed(uid, error.to_string()));
             }
         };
+        if !mutation.changed() {
+            return Ok((AdmissionResponse::allow(uid), "unchanged"));
+        }
+        // Changes may cancel out (a pass that ends where it started).
         let patch = json_patch::diff(object, &mutated);
         if patch.0.is_empty() {
             return Ok((AdmissionResponse::allow(uid), "unchanged"));
