@@ -107,7 +107,6 @@ impl std::fmt::Debug for Webhook {
 /// Why a mutation was skipped, for the debug log.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Skip {
-    Operation,
     Subresource,
     MutatorKind,
     OwnServiceAccount,
@@ -185,17 +184,17 @@ impl Webhook {
     ) -> Result<(AdmissionResponse, &'static str), ReviewError> {
         let uid = request.uid.as_str();
         let operation = match request.operation.as_str() {
-            "CREATE" => Some(Operation::Create),
-            "UPDATE" => Some(Operation::Update),
-            _ => None,
+            "CREATE" => Operation::Create,
+            "UPDATE" => Operation::Update,
+            other => {
+                tracing::debug!(uid, operation = other, "skipped: not CREATE or UPDATE");
+                return Ok((AdmissionResponse::allow(uid), "skipped"));
+            }
         };
-        if let Some(skip) = self.skip(request, operation) {
+        if let Some(skip) = self.skip(request) {
             tracing::debug!(uid, reason = ?skip, "skipped");
             return Ok((AdmissionResponse::allow(uid), "skipped"));
         }
-        let Some(operation) = operation else {
-            return Ok((AdmissionResponse::allow(uid), "skipped"));
-        };
         let object = match &request.object {
             Some(object @ Value::Object(_)) => object,
             Some(other) => return Err(ReviewError::ObjectNotAnObject(json_type(other))),
@@ -240,12 +239,16 @@ impl Webhook {
         let applied = mutation.applied();
         self.metrics
             .record_mutation(applied.iter().copied(), mutation.passes);
-        let mutators: Vec<String> = applied.iter().map(ToString::to_string).collect();
+        // Field values are built only when the info level is enabled.
         tracing::info!(
             uid,
             kind = %gvk,
             object = %object_name(request),
-            mutators = %mutators.join(", "),
+            mutators = %applied
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", "),
             passes = mutation.passes,
             duration_us = started.elapsed().as_micros() as u64,
             "mutated"
@@ -278,10 +281,7 @@ impl Webhook {
         }
     }
 
-    fn skip(&self, request: &AdmissionRequest, operation: Option<Operation>) -> Option<Skip> {
-        if operation.is_none() {
-            return Some(Skip::Operation);
-        }
+    fn skip(&self, request: &AdmissionRequest) -> Option<Skip> {
         if !request.sub_resource.is_empty() {
             return Some(Skip::Subresource);
         }

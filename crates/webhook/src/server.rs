@@ -170,6 +170,13 @@ impl Server {
             .timer(TokioTimer::new())
             .max_concurrent_streams(256);
         let graceful = GracefulShutdown::new();
+        let connection = |peer| Connection {
+            builder: builder.clone(),
+            watcher: graceful.watcher(),
+            webhook: webhook.clone(),
+            limits,
+            peer,
+        };
         tokio::pin!(shutdown);
         loop {
             tokio::select! {
@@ -177,27 +184,13 @@ impl Server {
                 () = &mut shutdown => break,
                 accepted = listener.accept() => match accepted {
                     Ok((tcp, peer)) => {
-                        let connection = Connection {
-                            builder: builder.clone(),
-                            watcher: graceful.watcher(),
-                            webhook: webhook.clone(),
-                            limits,
-                            peer,
-                        };
-                        tokio::spawn(connection.serve_tls(tcp, acceptor.clone()));
+                        tokio::spawn(connection(peer).serve_tls(tcp, acceptor.clone()));
                     }
                     Err(error) => accept_failed(&error).await,
                 },
                 accepted = metrics_listener.accept() => match accepted {
                     Ok((tcp, peer)) => {
-                        let connection = Connection {
-                            builder: builder.clone(),
-                            watcher: graceful.watcher(),
-                            webhook: webhook.clone(),
-                            limits,
-                            peer,
-                        };
-                        tokio::spawn(connection.serve_metrics(tcp));
+                        tokio::spawn(connection(peer).serve_metrics(tcp));
                     }
                     Err(error) => accept_failed(&error).await,
                 },
