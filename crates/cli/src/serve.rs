@@ -1,6 +1,7 @@
-//! `sartor serve`: the admission webhook, fed from a directory of mutator
-//! files that it watches (the mode for a laptop and for GitOps setups that
-//! sync a git repository into a volume).
+//! `sartor serve`: the admission webhook, fed either from a directory of
+//! mutator files that it watches (the mode for a laptop and for GitOps setups
+//! that sync a git repository into a volume) or, without `--mutators`, from
+//! the cluster's mutator objects (sartor-controller).
 
 use std::collections::BTreeMap;
 use std::io::IsTerminal as _;
@@ -11,6 +12,9 @@ use std::time::{Duration, SystemTime};
 
 use anyhow::Context as _;
 use clap::{Args, ValueEnum};
+use sartor_controller::{
+    CertManager, CertOptions, MutatorWatch, NamespaceCache, StatusLimits, StatusWriter,
+};
 use sartor_webhook::{
     Config, Fixed, Limits, Metrics, Namespaces, OnError, SelfSigned, Server, Settings, Snapshot,
     TlsFiles, Unlabelled, Webhook,
@@ -25,10 +29,17 @@ use crate::{Outcome, load};
 /// `/healthz` and `/readyz` on both. Mutators come from --mutators, which is
 /// watched: a change swaps in a new set, and a broken file keeps the last
 /// good set (and says why in the log). The certificate files are watched too.
+///
+/// Without --mutators, sartor runs in cluster mode: it watches the mutator
+/// objects (and Namespaces) through the usual kubeconfig or in-cluster
+/// configuration, writes each mutator's status, and by default manages its
+/// own serving certificate (--cert-mode). It turns ready once every watched
+/// kind has been listed.
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// A mutator file or directory to serve and watch; repeat the flag for more.
-    #[arg(long = "mutators", short = 'm', value_name = "PATH", required = true, action = clap::ArgAction::Append)]
+    /// A mutator file or directory to serve and watch; repeat the flag for
+    /// more. Without it, mutators come from the cluster.
+    #[arg(long = "mutators", short = 'm', value_name = "PATH", action = clap::ArgAction::Append)]
     mutators: Vec<String>,
     /// A file or directory of Namespace objects, for mutators with a
     /// namespaceSelector; repeat the flag for more. Without it every namespace
@@ -43,12 +54,8 @@ pub struct ServeArgs {
     #[arg(long, default_value = "0.0.0.0:8888")]
     metrics_addr: SocketAddr,
     /// PEM certificate chain to serve; reloaded when the file changes.
-    #[arg(
-        long,
-        value_name = "FILE",
-        required_unless_present = "self_signed",
-        requires = "tls_key_file"
-    )]
+    /// Required with --mutators (or --self-signed) and with --cert-mode external.
+    #[arg(long, value_name = "FILE", requires = "tls_key_file")]
     tls_cert_file: Option<PathBuf>,
     /// PEM private key of --tls-cert-file; reloaded when the file changes.
     #[arg(long, value_name = "FILE", requires = "tls_cert_file")]
@@ -61,9 +68,51 @@ pub struct ServeArgs {
     /// ::1 into --cert-dir, and serve it; clients trust DIR/ca.crt.
     #[arg(long, conflicts_with_all = ["tls_cert_file", "tls_key_file"])]
     self_signed: bool,
-    /// Where --self-signed writes ca.crt, tls.crt and tls.key.
-    #[arg(long, value_name = "DIR", requires = "self_signed")]
+    /// Where --self-signed and --cert-mode managed write ca.crt, tls.crt and
+    /// tls.key [default: a directory under the system's temporary directory].
+    #[arg(long, value_name = "DIR")]
     cert_dir: Option<PathBuf>,
+    /// Cluster mode: `managed` keeps a CA and serving certificate in
+    /// --cert-secret, rotates them before they expire and injects the CA into
+    /// the webhook configurations; `external` serves --tls-cert-file and
+    /// --tls-key-file (cert-manager, say) and touches none of that.
+    #[arg(long, value_enum, default_value_t = CertMode::Managed)]
+    cert_mode: CertMode,
+    /// Cluster mode: the Secret (in --namespace) holding the managed certificate.
+    #[arg(
+        long,
+        value_name = "NAME",
+        default_value = "sartor-webhook-server-cert"
+    )]
+    cert_secret: String,
+    /// Cluster mode: the webhook's Service; the managed certificate names
+    /// SERVICE.NAMESPACE.svc.
+    #[arg(long, value_name = "NAME", default_value = "sartor-webhook")]
+    webhook_service: String,
+    /// Cluster mode: the MutatingWebhookConfiguration the CA is injected into.
+    #[arg(long, value_name = "NAME", default_value = "sartor-mutating")]
+    mutating_webhook_configuration: String,
+    /// Cluster mode: the ValidatingWebhookConfiguration the CA is injected into.
+    #[arg(long, value_name = "NAME", default_value = "sartor-validating")]
+    validating_webhook_configuration: String,
+    /// Cluster mode: how often the managed certificate and the injected CA
+    /// are checked, in seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
+    cert_check_interval: u64,
+    /// Cluster mode: this replica's name, the id of its entry in every
+    /// mutator's status.byPod [default: $HOSTNAME].
+    #[arg(long, env = "POD_NAME", value_name = "NAME")]
+    pod_name: Option<String>,
+    /// Cluster mode: also serve Gatekeeper's mutators (mutations.gatekeeper.sh),
+    /// for each kind whose CRD is installed when sartor starts. sartor's own
+    /// object wins over Gatekeeper's of the same kind and name; Gatekeeper's
+    /// objects are read, never written.
+    #[arg(long)]
+    gatekeeper_compat: bool,
+    /// Cluster mode: status writes per second at most (they are queued,
+    /// newest first, and retried with backoff).
+    #[arg(long, value_name = "N", default_value_t = 10.0)]
+    status_writes_per_second: f64,
     /// The namespace sartor runs in; objects in it are never mutated.
     #[arg(long, env = "POD_NAMESPACE", default_value = "sartor-system")]
     namespace: String,
@@ -94,6 +143,12 @@ enum OnErrorArg {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum CertMode {
+    Managed,
+    External,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum LogFormat {
     Text,
     Json,
@@ -114,13 +169,18 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<Outcome> {
 }
 
 async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
-    let tls = match (&args.tls_cert_file, &args.tls_key_file) {
-        (Some(cert), Some(key)) => TlsFiles {
-            cert: cert.clone(),
-            key: key.clone(),
-            client_ca: args.client_ca_file.clone(),
-        },
-        _ => {
+    if args.mutators.is_empty() {
+        serve_cluster(args).await
+    } else {
+        serve_files(args).await
+    }
+}
+
+/// File mode: mutators from --mutators, namespaces from --namespaces.
+async fn serve_files(args: &ServeArgs) -> anyhow::Result<()> {
+    let tls = match given_tls(args) {
+        Some(tls) => tls,
+        None if args.self_signed => {
             let dir = args
                 .cert_dir
                 .clone()
@@ -136,6 +196,9 @@ async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
                 client_ca: args.client_ca_file.clone(),
             }
         }
+        None => anyhow::bail!(
+            "--mutators needs a certificate: --tls-cert-file and --tls-key-file, or --self-signed"
+        ),
     };
     let namespaces: Box<dyn Namespaces> = if args.namespaces.is_empty() {
         Box::new(Unlabelled::default())
@@ -146,6 +209,160 @@ async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
         }
         Box::new(Fixed::new(namespaces.into_values()))
     };
+    let webhook = Arc::new(Webhook::new(
+        settings(args),
+        namespaces,
+        Arc::new(Metrics::new()),
+    ));
+    let server = bind(args, tls, webhook.clone()).await?;
+    let watcher = MutatorWatcher {
+        paths: args.mutators.clone(),
+        webhook,
+        seen: None,
+    };
+    let poll = Duration::from_millis(args.poll_interval_ms);
+    std::thread::Builder::new()
+        .name("mutator-watch".to_string())
+        .spawn(move || watcher.run(poll))
+        .context("starting the mutator watcher")?;
+    server.run(shutdown_signal()).await;
+    Ok(())
+}
+
+/// Cluster mode: mutators and namespaces from the API server, status written
+/// back, the serving certificate managed unless --cert-mode external.
+async fn serve_cluster(args: &ServeArgs) -> anyhow::Result<()> {
+    if !args.namespaces.is_empty() {
+        anyhow::bail!(
+            "--namespaces goes with --mutators; in cluster mode namespaces come from the API server"
+        );
+    }
+    if args.self_signed {
+        anyhow::bail!(
+            "--self-signed goes with --mutators; in cluster mode use --cert-mode managed (the default)"
+        );
+    }
+    if args.status_writes_per_second.is_nan() || args.status_writes_per_second <= 0.0 {
+        anyhow::bail!("--status-writes-per-second must be more than 0");
+    }
+    let pod = args
+        .pod_name
+        .clone()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .filter(|name| !name.is_empty())
+        .context("cluster mode needs this replica's name: --pod-name, $POD_NAME or $HOSTNAME")?;
+    let client = kube::Client::try_default().await.context(
+        "no --mutators, so mutators come from the cluster, but no API server is configured \
+         (in-cluster service account or kubeconfig: $KUBECONFIG, ~/.kube/config)",
+    )?;
+    let (tls, certs) = match args.cert_mode {
+        CertMode::External => match given_tls(args) {
+            Some(tls) => (tls, None),
+            None => anyhow::bail!("--cert-mode external needs --tls-cert-file and --tls-key-file"),
+        },
+        CertMode::Managed => {
+            if args.tls_cert_file.is_some() {
+                anyhow::bail!(
+                    "--tls-cert-file and --tls-key-file go with --cert-mode external; \
+                     --cert-mode managed (the default) writes its own into --cert-dir"
+                );
+            }
+            let dir = args
+                .cert_dir
+                .clone()
+                .unwrap_or_else(|| std::env::temp_dir().join("sartor-certs"));
+            let mut options = CertOptions::new(&args.namespace, dir.clone());
+            options.secret.clone_from(&args.cert_secret);
+            options.service.clone_from(&args.webhook_service);
+            options
+                .mutating
+                .clone_from(&args.mutating_webhook_configuration);
+            options
+                .validating
+                .clone_from(&args.validating_webhook_configuration);
+            let manager = CertManager::new(client.clone(), options);
+            if !first_certificate(&manager).await {
+                return Ok(());
+            }
+            let tls = TlsFiles {
+                cert: dir.join("tls.crt"),
+                key: dir.join("tls.key"),
+                client_ca: args.client_ca_file.clone(),
+            };
+            (tls, Some(manager))
+        }
+    };
+    let namespaces = NamespaceCache::new(client.clone());
+    let webhook = Arc::new(Webhook::new(
+        settings(args),
+        Box::new(namespaces.clone()),
+        Arc::new(Metrics::new()),
+    ));
+    let server = bind(args, tls, webhook.clone()).await?;
+    let listed = namespaces.listed();
+    tokio::spawn(namespaces.run());
+    let limits = StatusLimits {
+        per_second: args.status_writes_per_second,
+        ..StatusLimits::default()
+    };
+    let (writer, queue) = StatusWriter::new(client.clone(), &pod, limits);
+    tokio::spawn(writer.run());
+    let watched = sartor_controller::watched(&client, args.gatekeeper_compat).await;
+    tracing::info!(
+        pod,
+        kinds = %watched.iter().map(|w| format!("{}.{}", w.resource.plural, w.resource.group)).collect::<Vec<_>>().join(", "),
+        "watching mutators"
+    );
+    let watch = MutatorWatch {
+        client,
+        webhook,
+        pod,
+        watched,
+    };
+    tokio::spawn(watch.run(listed, queue));
+    if let Some(manager) = certs {
+        tokio::spawn(manager.run(Duration::from_secs(args.cert_check_interval)));
+    }
+    server.run(shutdown_signal()).await;
+    Ok(())
+}
+
+/// Makes the first managed certificate, retrying until it works; `false`
+/// when a shutdown signal came first.
+async fn first_certificate(manager: &CertManager) -> bool {
+    let shutdown = shutdown_signal();
+    tokio::pin!(shutdown);
+    loop {
+        match manager.reconcile().await {
+            Ok(action) => {
+                tracing::info!(?action, secret = %manager.options().secret, "serving certificate ready");
+                return true;
+            }
+            Err(error) => {
+                tracing::error!(%error, "cannot set up the serving certificate; retrying in 5 s");
+            }
+        }
+        tokio::select! {
+            () = tokio::time::sleep(Duration::from_secs(5)) => {}
+            () = &mut shutdown => return false,
+        }
+    }
+}
+
+/// The certificate files given on the command line, if any.
+fn given_tls(args: &ServeArgs) -> Option<TlsFiles> {
+    match (&args.tls_cert_file, &args.tls_key_file) {
+        (Some(cert), Some(key)) => Some(TlsFiles {
+            cert: cert.clone(),
+            key: key.clone(),
+            client_ca: args.client_ca_file.clone(),
+        }),
+        _ => None,
+    }
+}
+
+/// The skip rules and error policy from the flags.
+fn settings(args: &ServeArgs) -> Settings {
     let mut settings = Settings::new(&args.namespace, &args.service_account);
     settings
         .excluded_namespaces
@@ -154,34 +371,27 @@ async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
         OnErrorArg::Allow => OnError::Allow,
         OnErrorArg::Deny => OnError::Deny,
     };
-    let webhook = Arc::new(Webhook::new(settings, namespaces, Arc::new(Metrics::new())));
-    let poll = Duration::from_millis(args.poll_interval_ms);
+    settings
+}
+
+/// Binds both listeners and says where.
+async fn bind(args: &ServeArgs, tls: TlsFiles, webhook: Arc<Webhook>) -> anyhow::Result<Server> {
     let config = Config {
         addr: args.addr,
         metrics_addr: args.metrics_addr,
         tls,
         limits: Limits {
-            tls_reload_interval: poll,
+            tls_reload_interval: Duration::from_millis(args.poll_interval_ms),
             ..Limits::default()
         },
     };
-    let server = Server::bind(&config, webhook.clone()).await?;
+    let server = Server::bind(&config, webhook).await?;
     tracing::info!(
         addr = %server.addr(),
         metrics_addr = %server.metrics_addr(),
         "listening"
     );
-    let watcher = MutatorWatcher {
-        paths: args.mutators.clone(),
-        webhook,
-        seen: None,
-    };
-    std::thread::Builder::new()
-        .name("mutator-watch".to_string())
-        .spawn(move || watcher.run(poll))
-        .context("starting the mutator watcher")?;
-    server.run(shutdown_signal()).await;
-    Ok(())
+    Ok(server)
 }
 
 /// Completes on SIGTERM (how Kubernetes stops a pod) or Ctrl-C.

@@ -79,6 +79,17 @@ impl SelfSigned {
         })
     }
 
+    /// Whether `dir` already holds exactly these files (so writing them again
+    /// would only make the server reload for nothing).
+    pub fn is_written(&self, dir: &Path) -> bool {
+        let same = |file: &str, contents: &str| {
+            std::fs::read_to_string(dir.join(file)).is_ok_and(|found| found == contents)
+        };
+        same("ca.crt", &self.ca_pem)
+            && same("tls.crt", &self.cert_pem)
+            && same("tls.key", &self.key_pem)
+    }
+
     /// Writes `ca.crt`, `tls.crt` and `tls.key` into `dir` (created if
     /// missing), the key readable by its owner only.
     ///
