@@ -280,3 +280,213 @@ fn compile(key: &MutatorKey, object: &Value) -> Result<Mutator, String> {
     let loaded = parse_mutator(&document).map_err(|error| error.problem.to_string())?;
     Mutator::compile(&loaded.object).map_err(|error| error.problem.to_string())
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn assign(name: &str, location: &str, generation: i64) -> Value {
+        json!({
+            "apiVersion": "mutations.sartor.dev/v1",
+            "kind": "Assign",
+            "metadata": {"name": name, "uid": format!("uid-{name}"), "generation": generation},
+            "spec": {
+                "applyTo": [{"groups": [""], "versions": ["v1"], "kinds": ["Pod"]}],
+                "location": location,
+                "parameters": {"assign": {"value": "x"}},
+            },
+        })
+    }
+
+    fn enforced(generation: i64, uid: &str) -> MutatorPodStatus {
+        MutatorPodStatus {
+            id: "pod-a".to_string(),
+            observed_generation: Some(generation),
+            mutator_uid: Some(uid.to_string()),
+            operations: vec!["CREATE".to_string(), "UPDATE".to_string()],
+            enforced: true,
+            errors: Vec::new(),
+        }
+    }
+
+    fn key(group: Group, name: &str) -> MutatorKey {
+        MutatorKey {
+            group,
+            kind: MutatorKind::Assign,
+            name: name.to_string(),
+        }
+    }
+
+    fn ids(set: &MutatorSet) -> Vec<String> {
+        set.system()
+            .mutators()
+            .map(|m| m.id().to_string())
+            .collect()
+    }
+
+    #[test]
+    fn a_compiled_mutator_is_in_force_and_reported_enforced_once() {
+        let mut set = MutatorSet::new();
+        assert!(set.apply(
+            Group::Sartor,
+            MutatorKind::Assign,
+            &assign("a", "spec.x", 1)
+        ));
+        assert_eq!(ids(&set), ["Assign a"]);
+        assert_eq!(
+            set.status_changes("pod-a"),
+            [(key(Group::Sartor, "a"), enforced(1, "uid-a"))]
+        );
+        assert_eq!(set.status_changes("pod-a"), []);
+
+        // Our own status write coming back through the watch changes nothing.
+        let mut written = assign("a", "spec.x", 1);
+        written["status"] = json!({"byPod": [{"id": "pod-a", "enforced": true}]});
+        assert!(!set.apply(Group::Sartor, MutatorKind::Assign, &written));
+        assert_eq!(set.status_changes("pod-a"), []);
+
+        // A new generation is recompiled and reported.
+        assert!(set.apply(
+            Group::Sartor,
+            MutatorKind::Assign,
+            &assign("a", "spec.y", 2)
+        ));
+        assert_eq!(
+            set.status_changes("pod-a"),
+            [(key(Group::Sartor, "a"), enforced(2, "uid-a"))]
+        );
+    }
+
+    #[test]
+    fn a_mutator_that_does_not_compile_is_reported_with_the_reason() {
+        let mut set = MutatorSet::new();
+        assert!(!set.apply(
+            Group::Sartor,
+            MutatorKind::Assign,
+            &assign("bad", "metadata.labels.x", 3)
+        ));
+        assert!(set.system().is_empty());
+        assert_eq!(
+            set.snapshot().errors,
+            [MutatorId::new(MutatorKind::Assign, "bad")]
+        );
+        let status = MutatorPodStatus {
+            enforced: false,
+            errors: vec![MutatorError {
+                kind: Some("compile".to_string()),
+                message: "spec.location: Assign cannot change metadata; use AssignMetadata for labels and annotations"
+                    .to_string(),
+            }],
+            ..enforced(3, "uid-bad")
+        };
+        assert_eq!(
+            set.status_changes("pod-a"),
+            [(key(Group::Sartor, "bad"), status)]
+        );
+    }
+
+    #[test]
+    fn a_conflict_is_reported_on_both_mutators_and_clears_when_one_goes() {
+        let mut set = MutatorSet::new();
+        set.apply(
+            Group::Sartor,
+            MutatorKind::Assign,
+            &assign("a", "spec.x.y", 1),
+        );
+        set.apply(
+            Group::Sartor,
+            MutatorKind::Assign,
+            &assign("b", "spec.x[name: n].y", 1),
+        );
+        let conflicted = |name: &str, message: &str| MutatorPodStatus {
+            enforced: false,
+            errors: vec![MutatorError {
+                kind: Some("schema_conflict".to_string()),
+                message: message.to_string(),
+            }],
+            ..enforced(1, &format!("uid-{name}"))
+        };
+        assert_eq!(
+            set.status_changes("pod-a"),
+            [
+                (
+                    key(Group::Sartor, "a"),
+                    conflicted(
+                        "a",
+                        "conflicts with Assign b about spec.x: this mutator treats it as an object, Assign b as a list keyed by name (v1 Pod CREATE and 1 more)"
+                    )
+                ),
+                (
+                    key(Group::Sartor, "b"),
+                    conflicted(
+                        "b",
+                        "conflicts with Assign a about spec.x: this mutator treats it as a list keyed by name, Assign a as an object (v1 Pod CREATE and 1 more)"
+                    )
+                ),
+            ]
+        );
+        assert!(set.delete(Group::Sartor, MutatorKind::Assign, "b"));
+        assert_eq!(
+            set.status_changes("pod-a"),
+            [(key(Group::Sartor, "a"), enforced(1, "uid-a"))]
+        );
+    }
+
+    #[test]
+    fn sartor_wins_over_gatekeeper_for_the_same_kind_and_name() {
+        let mut set = MutatorSet::new();
+        let mut gatekeeper = assign("a", "spec.gatekeeper", 1);
+        gatekeeper["apiVersion"] = json!("mutations.gatekeeper.sh/v1");
+        assert!(set.apply(Group::Gatekeeper, MutatorKind::Assign, &gatekeeper));
+        assert!(set.apply(
+            Group::Sartor,
+            MutatorKind::Assign,
+            &assign("a", "spec.sartor", 1)
+        ));
+        let location = |set: &MutatorSet| {
+            set.system()
+                .mutators()
+                .map(|m| m.location().to_string())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(location(&set), ["spec.sartor"]);
+        // Gatekeeper's objects get no status from sartor.
+        assert_eq!(
+            set.status_changes("pod-a"),
+            [(key(Group::Sartor, "a"), enforced(1, "uid-a"))]
+        );
+        assert!(set.delete(Group::Sartor, MutatorKind::Assign, "a"));
+        assert_eq!(location(&set), ["spec.gatekeeper"]);
+        assert!(set.delete(Group::Gatekeeper, MutatorKind::Assign, "a"));
+        assert!(set.system().is_empty());
+    }
+
+    #[test]
+    fn a_relist_drops_what_is_gone_and_keeps_the_rest() {
+        let mut set = MutatorSet::new();
+        set.apply(
+            Group::Sartor,
+            MutatorKind::Assign,
+            &assign("a", "spec.a", 1),
+        );
+        set.apply(
+            Group::Sartor,
+            MutatorKind::Assign,
+            &assign("b", "spec.b", 1),
+        );
+        assert!(set.replace(
+            Group::Sartor,
+            MutatorKind::Assign,
+            &[assign("b", "spec.b", 1)]
+        ));
+        assert_eq!(ids(&set), ["Assign b"]);
+        assert!(!set.replace(
+            Group::Sartor,
+            MutatorKind::Assign,
+            &[assign("b", "spec.b", 1)]
+        ));
+    }
+}
