@@ -251,10 +251,13 @@ async fn serve_cluster(args: &ServeArgs) -> anyhow::Result<()> {
         .or_else(|| std::env::var("HOSTNAME").ok())
         .filter(|name| !name.is_empty())
         .context("cluster mode needs this replica's name: --pod-name, $POD_NAME or $HOSTNAME")?;
-    let client = kube::Client::try_default().await.context(
-        "no --mutators, so mutators come from the cluster, but no API server is configured \
-         (in-cluster service account or kubeconfig: $KUBECONFIG, ~/.kube/config)",
-    )?;
+    // The client error's own sources repeat its message; print it once.
+    let client = kube::Client::try_default().await.map_err(|error| {
+        anyhow::anyhow!(
+            "no --mutators, so mutators come from the cluster, but no API server is configured \
+             (in-cluster service account or kubeconfig: $KUBECONFIG, ~/.kube/config): {error}"
+        )
+    })?;
     let (tls, certs) = match args.cert_mode {
         CertMode::External => match given_tls(args) {
             Some(tls) => (tls, None),
@@ -479,15 +482,13 @@ impl MutatorWatcher {
             tracing::warn!(problem = %finding, "mutator conflict: neither mutator is enforced");
         }
         self.webhook.metrics().record_mutator_reload(true);
-        tracing::info!(
-            mutators = system.len(),
-            conflicted = system.conflicted().len(),
-            "mutators loaded"
-        );
+        let (mutators, conflicted) = (system.len(), system.conflicted().len());
+        // Published before it is logged: whoever reads the log finds it in force.
         self.webhook.publish(Snapshot {
             system,
             errors: Vec::new(),
         });
+        tracing::info!(mutators, conflicted, "mutators loaded");
     }
 }
 

@@ -133,14 +133,13 @@ impl MutatorWatch {
             }
             if changed || !published {
                 let snapshot = set.snapshot();
-                tracing::info!(
-                    mutators = snapshot.system.len(),
-                    conflicted = snapshot.system.conflicted().len(),
-                    failed = snapshot.errors.len(),
-                    "mutators loaded"
-                );
+                let mutators = snapshot.system.len();
+                let conflicted = snapshot.system.conflicted().len();
+                let failed = snapshot.errors.len();
                 self.webhook.metrics().record_mutator_reload(true);
+                // Published before it is logged: whoever reads the log finds it in force.
                 self.webhook.publish(snapshot);
+                tracing::info!(mutators, conflicted, failed, "mutators loaded");
                 published = true;
             }
             for (key, entry) in set.status_changes(&self.pod) {
