@@ -22,6 +22,8 @@ pub struct Options {
     pub http2: bool,
     /// A client certificate and key (PEM) to present.
     pub client_identity: Option<(String, String)>,
+    /// The name to verify the server's certificate against (default `localhost`).
+    pub server_name: Option<String>,
 }
 
 /// One HTTP answer.
@@ -139,7 +141,12 @@ pub async fn tls_stream(
     let tcp = TcpStream::connect(addr)
         .await
         .map_err(|e| format!("connect: {e}"))?;
-    let name = ServerName::try_from("localhost").map_err(|e| e.to_string())?;
+    let name = options
+        .server_name
+        .as_deref()
+        .unwrap_or("localhost")
+        .to_string();
+    let name = ServerName::try_from(name).map_err(|e| e.to_string())?;
     connector
         .connect(name, tcp)
         .await

@@ -3,6 +3,7 @@
 //! This crate exists because a virtual workspace cannot own a top-level
 //! `tests/` directory; it is never published.
 
+pub mod apiserver;
 pub mod https;
 
 use std::path::{Path, PathBuf};

@@ -17,6 +17,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
+use sartor_tests::apiserver::ApiServer;
 use sartor_tests::https;
 use serde_json::{Value, json};
 
@@ -60,18 +61,28 @@ struct Served {
     addr: SocketAddr,
     metrics_addr: SocketAddr,
     ca_pem: String,
+    /// The name its certificate carries (`localhost` unless set).
+    server_name: Option<String>,
 }
 
 impl Served {
+    /// File mode: `DIR/mutators`, a self-signed certificate in `DIR/certs`.
     fn start(dir: &Path) -> Served {
+        let mutators = dir.join("mutators").to_string_lossy().into_owned();
+        Served::spawn(dir, &["--mutators", &mutators, "--self-signed"], &[])
+    }
+
+    /// `sartor serve ARGS` with its certificate in `DIR/certs`, on ports of
+    /// its choosing, logging JSON.
+    fn spawn(dir: &Path, args: &[&str], envs: &[(&str, &Path)]) -> Served {
         let mut child = Command::new(env!("CARGO_BIN_EXE_sartor"))
             .arg("serve")
-            .args(["--mutators", &dir.join("mutators").to_string_lossy()])
-            .arg("--self-signed")
+            .args(args)
             .args(["--cert-dir", &dir.join("certs").to_string_lossy()])
             .args(["--addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0"])
             .args(["--log-format", "json", "--poll-interval-ms", "50"])
             .env("RUST_LOG", "info")
+            .envs(envs.iter().map(|(k, v)| (*k, v.as_os_str())))
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
@@ -93,6 +104,7 @@ impl Served {
             addr: "127.0.0.1:0".parse().unwrap(),
             metrics_addr: "127.0.0.1:0".parse().unwrap(),
             ca_pem: String::new(),
+            server_name: None,
         };
         let listening = served.wait_for_log("listening");
         served.addr = listening["addr"].as_str().unwrap().parse().unwrap();
@@ -131,7 +143,12 @@ impl Served {
                 "namespace": "shop", "name": "web", "operation": "CREATE", "object": pod,
             },
         });
-        let mut client = https::connect(self.addr, &self.ca_pem).await.unwrap();
+        let options = https::Options {
+            ca_pem: self.ca_pem.clone(),
+            server_name: self.server_name.clone(),
+            ..https::Options::default()
+        };
+        let mut client = https::connect_with(self.addr, &options).await.unwrap();
         let answer = client.post("/v1/mutate", review.to_string()).await.unwrap();
         assert_eq!(answer.status, 200, "{}", answer.body);
         let answer: Value = serde_json::from_str(&answer.body).unwrap();
@@ -147,6 +164,31 @@ impl Served {
     }
 }
 
+impl Served {
+    /// Sends SIGTERM and expects a clean exit.
+    fn terminate(&mut self) {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        self.wait_for_log("SIGTERM received");
+        self.wait_for_log("shut down");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let exit = loop {
+            if let Some(exit) = self.child.try_wait().unwrap() {
+                break exit;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "sartor serve did not exit after SIGTERM"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert!(exit.success(), "{exit}");
+    }
+}
+
 impl Drop for Served {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -158,6 +200,14 @@ fn temp_dir(name: &str) -> PathBuf {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(dir.join("mutators")).unwrap();
     dir
+}
+
+/// The patch of ALWAYS_PULL and SECCOMP together.
+fn both_patch() -> Value {
+    json!([
+        {"op": "add", "path": "/spec/containers/0/imagePullPolicy", "value": "Always"},
+        {"op": "add", "path": "/spec/securityContext", "value": {"seccompProfile": {"type": "RuntimeDefault"}}},
+    ])
 }
 
 fn always_pull_patch() -> Value {
@@ -180,13 +230,7 @@ async fn serve_mutates_reloads_the_directory_keeps_the_last_good_set_and_stops_o
     std::fs::write(dir.join("mutators/seccomp.yaml"), SECCOMP).unwrap();
     let loaded = served.wait_for_log("mutators loaded");
     assert_eq!(loaded["mutators"], 2);
-    assert_eq!(
-        served.patch().await,
-        json!([
-            {"op": "add", "path": "/spec/containers/0/imagePullPolicy", "value": "Always"},
-            {"op": "add", "path": "/spec/securityContext", "value": {"seccompProfile": {"type": "RuntimeDefault"}}},
-        ])
-    );
+    assert_eq!(served.patch().await, both_patch());
 
     // A broken file: the last good set stays, and the log says why.
     std::fs::write(dir.join("mutators/seccomp.yaml"), "kind: Assign\n  bad: [").unwrap();
@@ -212,25 +256,7 @@ async fn serve_mutates_reloads_the_directory_keeps_the_last_good_set_and_stops_o
     assert_eq!(loaded["mutators"], 1);
     assert_eq!(served.patch().await, always_pull_patch());
 
-    let status = Command::new("kill")
-        .args(["-TERM", &served.child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    served.wait_for_log("SIGTERM received");
-    served.wait_for_log("shut down");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let exit = loop {
-        if let Some(exit) = served.child.try_wait().unwrap() {
-            break exit;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "sartor serve did not exit after SIGTERM"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    assert!(exit.success(), "{exit}");
+    served.terminate();
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -274,5 +300,139 @@ fn serve_names_a_missing_certificate_file() {
     assert_eq!(
         String::from_utf8_lossy(&output.stderr),
         "error: reading /nonexistent/tls.crt: No such file or directory (os error 2)\n"
+    );
+}
+
+fn object(yaml: &str) -> Value {
+    serde_yaml::from_str(yaml).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_in_cluster_mode_watches_mutators_writes_status_and_manages_its_certificate() {
+    let api = ApiServer::start().await;
+    for (kind, name, path) in [
+        (
+            "MutatingWebhookConfiguration",
+            "sartor-mutating",
+            "/v1/mutate",
+        ),
+        (
+            "ValidatingWebhookConfiguration",
+            "sartor-validating",
+            "/v1/validate",
+        ),
+    ] {
+        api.put(json!({
+            "apiVersion": "admissionregistration.k8s.io/v1", "kind": kind, "metadata": {"name": name},
+            "webhooks": [{"name": "sartor.dev", "sideEffects": "None", "admissionReviewVersions": ["v1"],
+                          "clientConfig": {"service": {"namespace": "sartor-system", "name": "sartor-webhook", "path": path}}}],
+        }));
+    }
+    let always_pull = api.put(object(ALWAYS_PULL));
+    let dir = temp_dir("cluster");
+    let kubeconfig = dir.join("kubeconfig");
+    api.write_kubeconfig(&kubeconfig, "default");
+    let mut served = Served::spawn(
+        &dir,
+        &["--pod-name", "pod-a"],
+        &[("KUBECONFIG", &kubeconfig)],
+    );
+    served.server_name = Some("sartor-webhook.sartor-system.svc".to_string());
+    let loaded = served.wait_for_log("mutators loaded");
+    assert_eq!(loaded["mutators"], 1);
+    let ready = https::http_get(served.metrics_addr, "/readyz")
+        .await
+        .unwrap();
+    assert_eq!((ready.status, ready.body.as_str()), (200, "ok\n"));
+    assert_eq!(served.patch().await, always_pull_patch());
+
+    // The CA it serves with is the one it injected for the API server.
+    let config = api
+        .get(
+            "admissionregistration.k8s.io/v1",
+            "MutatingWebhookConfiguration",
+            None,
+            "sartor-mutating",
+        )
+        .unwrap();
+    let bundle = config["webhooks"][0]["clientConfig"]["caBundle"]
+        .as_str()
+        .unwrap();
+    assert_eq!(
+        base64::engine::general_purpose::STANDARD
+            .decode(bundle)
+            .unwrap(),
+        served.ca_pem.as_bytes()
+    );
+
+    // Its status entry, written with its own field manager.
+    let entry = json!([{
+        "id": "pod-a", "observedGeneration": 1, "mutatorUID": always_pull["metadata"]["uid"],
+        "operations": ["CREATE", "UPDATE"], "enforced": true,
+    }]);
+    let status = api
+        .wait_for_call(
+            |c| c.path == "/apis/mutations.sartor.dev/v1/assign/always-pull/status",
+            Duration::from_secs(10),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        status.query.get("fieldManager").map(String::as_str),
+        Some("sartor/pod-a")
+    );
+    assert_eq!(status.body.unwrap()["status"]["byPod"], entry);
+
+    // A mutator created through the API reaches the next request.
+    api.put(object(SECCOMP));
+    let loaded = served.wait_for_log("mutators loaded");
+    assert_eq!(loaded["mutators"], 2);
+    assert_eq!(served.patch().await, both_patch());
+    served.terminate();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn serve_in_cluster_mode_says_what_is_missing() {
+    let run = |args: &[&str], envs: &[(&str, &str)]| {
+        let output = Command::new(env!("CARGO_BIN_EXE_sartor"))
+            .arg("serve")
+            .args(args)
+            .env_remove("POD_NAME")
+            .env_remove("HOSTNAME")
+            .envs(envs.iter().copied())
+            .output()
+            .unwrap();
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    assert_eq!(
+        run(&[], &[]),
+        (
+            Some(2),
+            "error: cluster mode needs this replica's name: --pod-name, $POD_NAME or $HOSTNAME\n"
+                .to_string()
+        )
+    );
+    assert_eq!(
+        run(&["--namespaces", "ns.yaml"], &[]),
+        (
+            Some(2),
+            "error: --namespaces goes with --mutators; in cluster mode namespaces come from the API server\n"
+                .to_string()
+        )
+    );
+    assert_eq!(
+        run(
+            &["--cert-mode", "external"],
+            &[("POD_NAME", "p"), ("KUBECONFIG", "/nonexistent/kubeconfig")]
+        )
+        .1,
+        "error: no --mutators, so mutators come from the cluster, but no API server is configured \
+         (in-cluster service account or kubeconfig: $KUBECONFIG, ~/.kube/config): \
+         Failed to infer configuration: failed to infer config: in-cluster: (failed to read an incluster environment variable: environment variable not found), \
+         kubeconfig: (failed to read kubeconfig from '\"/nonexistent/kubeconfig\"': No such file or directory (os error 2))\n"
     );
 }

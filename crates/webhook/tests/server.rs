@@ -300,6 +300,7 @@ async fn v1beta1_is_answered_in_v1beta1() {
 async fn http2_is_negotiated_by_alpn() {
     let harness = Setup::new().start("http2").await;
     let options = Options {
+        server_name: None,
         ca_pem: harness.certs.ca_pem.clone(),
         http2: true,
         client_identity: None,
@@ -516,6 +517,7 @@ async fn a_body_over_3_mib_gets_413_and_the_server_stays_up() {
     let mut tls = https::tls_stream(
         harness.addr,
         &Options {
+            server_name: None,
             ca_pem: harness.certs.ca_pem.clone(),
             ..Options::default()
         },
@@ -571,6 +573,7 @@ async fn plain_http_to_the_tls_port_is_told_so() {
 async fn slow_and_vanishing_clients_do_not_hold_the_server() {
     let harness = Setup::new().start("slow-clients").await;
     let options = Options {
+        server_name: None,
         ca_pem: harness.certs.ca_pem.clone(),
         ..Options::default()
     };
@@ -829,6 +832,7 @@ async fn a_client_ca_requires_client_certificates() {
     setup.client_ca = Some(client_ca);
     let harness = setup.start("client-ca").await;
     let mut options = Options {
+        server_name: None,
         ca_pem: harness.certs.ca_pem.clone(),
         ..Options::default()
     };
@@ -866,6 +870,7 @@ fn client_identity() -> (String, String, String) {
 async fn shutdown_finishes_requests_in_flight_and_refuses_new_connections() {
     let harness = Setup::new().start("shutdown").await;
     let options = Options {
+        server_name: None,
         ca_pem: harness.certs.ca_pem.clone(),
         ..Options::default()
     };

@@ -1,0 +1,437 @@
+//! The controller's real kube-rs watch, status and certificate code against
+//! an in-memory API server on 127.0.0.1 (sartor_tests::apiserver): what
+//! reaches the webhook's System, which API calls are made, and with what.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic,
+    missing_docs
+)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use sartor_controller::{
+    MutatorWatch, NamespaceCache, StatusLimits, StatusWriter, Watched, watched,
+};
+use sartor_tests::apiserver::{ApiServer, Call};
+use sartor_webhook::{Metrics, Settings, Webhook};
+use serde_json::{Value, json};
+
+const WAIT: Duration = Duration::from_secs(10);
+
+fn client(server: &ApiServer) -> kube::Client {
+    kube::Client::try_from(kube::Config::new(server.url().parse().unwrap())).unwrap()
+}
+
+/// Polls `condition` until it holds; fails the test naming `what` otherwise.
+async fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while !condition() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// A replica's controller tasks running against `server`, feeding `webhook`.
+struct Replica {
+    webhook: Arc<Webhook>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Drop for Replica {
+    fn drop(&mut self) {
+        for task in &self.tasks {
+            task.abort();
+        }
+    }
+}
+
+async fn replica(server: &ApiServer, gatekeeper_compat: bool) -> Replica {
+    let client = client(server);
+    let namespaces = NamespaceCache::new(client.clone());
+    let webhook = Arc::new(Webhook::new(
+        Settings::new("sartor-system", "sartor"),
+        Box::new(namespaces.clone()),
+        Arc::new(Metrics::new()),
+    ));
+    let limits = StatusLimits {
+        per_second: 1000.0,
+        first_retry: Duration::from_millis(20),
+        max_retry: Duration::from_millis(100),
+    };
+    let (writer, queue) = StatusWriter::new(client.clone(), "pod-a", limits);
+    let listed = namespaces.listed();
+    let watch = MutatorWatch {
+        client: client.clone(),
+        webhook: webhook.clone(),
+        pod: "pod-a".to_string(),
+        watched: watched(&client, gatekeeper_compat).await,
+    };
+    let tasks = vec![
+        tokio::spawn(namespaces.run()),
+        tokio::spawn(writer.run()),
+        tokio::spawn(watch.run(listed, queue)),
+    ];
+    Replica { webhook, tasks }
+}
+
+impl Replica {
+    /// `Kind name: location` of every mutator in force.
+    fn mutators(&self) -> Vec<String> {
+        let Some(snapshot) = self.webhook.current() else {
+            return Vec::new();
+        };
+        snapshot
+            .system
+            .mutators()
+            .map(|m| format!("{}: {}", m.id(), m.location()))
+            .collect()
+    }
+}
+
+fn pod_mutators() -> Vec<Value> {
+    let apply_to = json!([{"groups": [""], "versions": ["v1"], "kinds": ["Pod"]}]);
+    vec![
+        json!({"apiVersion": "mutations.sartor.dev/v1", "kind": "Assign", "metadata": {"name": "pull"},
+               "spec": {"applyTo": apply_to, "location": "spec.containers[name: *].imagePullPolicy",
+                        "parameters": {"assign": {"value": "Always"}}}}),
+        json!({"apiVersion": "mutations.sartor.dev/v1", "kind": "AssignImage", "metadata": {"name": "mirror"},
+               "spec": {"applyTo": apply_to, "location": "spec.containers[name: *].image",
+                        "parameters": {"assignDomain": "mirror.example.com"}}}),
+        json!({"apiVersion": "mutations.sartor.dev/v1", "kind": "AssignMetadata", "metadata": {"name": "team"},
+               "spec": {"location": "metadata.labels.team", "parameters": {"assign": {"value": "core"}}}}),
+        json!({"apiVersion": "mutations.sartor.dev/v1", "kind": "ModifySet", "metadata": {"name": "args"},
+               "spec": {"applyTo": apply_to, "location": "spec.containers[name: *].args",
+                        "parameters": {"values": {"fromList": ["--verbose"]}}}}),
+    ]
+}
+
+fn assign(name: &str, location: &str) -> Value {
+    json!({
+        "apiVersion": "mutations.sartor.dev/v1", "kind": "Assign", "metadata": {"name": name},
+        "spec": {"applyTo": [{"groups": [""], "versions": ["v1"], "kinds": ["Pod"]}],
+                 "location": location, "parameters": {"assign": {"value": "x"}}},
+    })
+}
+
+fn status_patches(server: &ApiServer, plural: &str, name: &str) -> Vec<Call> {
+    let path = format!("/apis/mutations.sartor.dev/v1/{plural}/{name}/status");
+    server
+        .calls()
+        .into_iter()
+        .filter(|call| call.method == "PATCH" && call.path == path)
+        .collect()
+}
+
+fn by_pod(server: &ApiServer, kind: &str, name: &str) -> Value {
+    server
+        .get("mutations.sartor.dev/v1", kind, None, name)
+        .and_then(|object| object.pointer("/status/byPod").cloned())
+        .unwrap_or(Value::Null)
+}
+
+#[tokio::test]
+async fn each_kind_added_updated_and_deleted_reaches_the_system() {
+    let server = ApiServer::start().await;
+    let replica = replica(&server, false).await;
+    eventually("ready", || replica.webhook.is_ready()).await;
+    assert_eq!(replica.mutators(), Vec::<String>::new());
+
+    for mutator in pod_mutators() {
+        server.put(mutator);
+    }
+    eventually("all four kinds", || replica.mutators().len() == 4).await;
+    assert_eq!(
+        replica.mutators(),
+        [
+            "Assign pull: spec.containers[name: *].imagePullPolicy",
+            "AssignImage mirror: spec.containers[name: *].image",
+            "AssignMetadata team: metadata.labels.team",
+            "ModifySet args: spec.containers[name: *].args",
+        ]
+    );
+
+    for (kind, mut mutator) in ["Assign", "AssignImage", "AssignMetadata", "ModifySet"]
+        .into_iter()
+        .zip(pod_mutators())
+    {
+        let location = match kind {
+            "AssignMetadata" => "metadata.annotations.team",
+            "ModifySet" => "spec.initContainers[name: *].args",
+            "AssignImage" => "spec.initContainers[name: *].image",
+            _ => "spec.initContainers[name: *].imagePullPolicy",
+        };
+        mutator["spec"]["location"] = json!(location);
+        server.put(mutator);
+        eventually(&format!("{kind} updated"), || {
+            replica.mutators().iter().any(|m| m.ends_with(location))
+        })
+        .await;
+    }
+    assert_eq!(
+        replica.mutators(),
+        [
+            "Assign pull: spec.initContainers[name: *].imagePullPolicy",
+            "AssignImage mirror: spec.initContainers[name: *].image",
+            "AssignMetadata team: metadata.annotations.team",
+            "ModifySet args: spec.initContainers[name: *].args",
+        ]
+    );
+
+    for (kind, name) in [
+        ("Assign", "pull"),
+        ("AssignImage", "mirror"),
+        ("AssignMetadata", "team"),
+    ] {
+        assert!(server.delete("mutations.sartor.dev/v1", kind, None, name));
+    }
+    eventually("three deleted", || replica.mutators().len() == 1).await;
+    assert_eq!(
+        replica.mutators(),
+        ["ModifySet args: spec.initContainers[name: *].args"]
+    );
+}
+
+#[tokio::test]
+async fn a_conflict_is_in_both_statuses_and_clears_when_one_is_deleted() {
+    let server = ApiServer::start().await;
+    let replica = replica(&server, false).await;
+    eventually("ready", || replica.webhook.is_ready()).await;
+    let a = server.put(assign("a", "spec.x.y"));
+    let b = server.put(assign("b", "spec.x[name: n].y"));
+    let entry = |object: &Value, enforced: bool, errors: Value| {
+        json!([{
+            "id": "pod-a",
+            "observedGeneration": 1,
+            "mutatorUID": object["metadata"]["uid"],
+            "operations": ["CREATE", "UPDATE"],
+            "enforced": enforced,
+            "errors": errors,
+        }])
+    };
+    let a_conflicted = entry(
+        &a,
+        false,
+        json!([{"type": "schema_conflict", "message": "conflicts with Assign b about spec.x: this mutator treats it as an object, Assign b as a list keyed by name (v1 Pod CREATE and 1 more)"}]),
+    );
+    let b_conflicted = entry(
+        &b,
+        false,
+        json!([{"type": "schema_conflict", "message": "conflicts with Assign a about spec.x: this mutator treats it as a list keyed by name, Assign a as an object (v1 Pod CREATE and 1 more)"}]),
+    );
+    eventually("both statuses conflicted", || {
+        by_pod(&server, "Assign", "a") == a_conflicted
+            && by_pod(&server, "Assign", "b") == b_conflicted
+    })
+    .await;
+    // Neither is applied while they conflict.
+    let snapshot = replica.webhook.current().unwrap();
+    assert_eq!(snapshot.system.conflicted().len(), 2);
+
+    // Every status write is a server-side apply of this replica's entry alone.
+    let patch = status_patches(&server, "assign", "a").pop().unwrap();
+    assert_eq!(
+        patch.content_type.as_deref(),
+        Some("application/apply-patch+yaml")
+    );
+    assert_eq!(
+        patch.query.get("fieldManager").map(String::as_str),
+        Some("sartor/pod-a")
+    );
+    assert_eq!(patch.query.get("force").map(String::as_str), Some("true"));
+    assert_eq!(
+        patch.body,
+        Some(json!({
+            "apiVersion": "mutations.sartor.dev/v1",
+            "kind": "Assign",
+            "metadata": {"name": "a"},
+            "status": {"byPod": a_conflicted},
+        }))
+    );
+
+    assert!(server.delete("mutations.sartor.dev/v1", "Assign", None, "b"));
+    let a_enforced = json!([{
+        "id": "pod-a",
+        "observedGeneration": 1,
+        "mutatorUID": a["metadata"]["uid"],
+        "operations": ["CREATE", "UPDATE"],
+        "enforced": true,
+    }]);
+    eventually("a's conflict cleared", || {
+        by_pod(&server, "Assign", "a") == a_enforced
+    })
+    .await;
+    assert_eq!(replica.mutators(), ["Assign a: spec.x.y"]);
+    assert!(
+        replica
+            .webhook
+            .current()
+            .unwrap()
+            .system
+            .conflicted()
+            .is_empty()
+    );
+}
+
+#[tokio::test]
+async fn readiness_waits_for_the_initial_list_of_every_kind() {
+    let server = ApiServer::start().await;
+    for mutator in pod_mutators() {
+        server.put(mutator);
+    }
+    let hold = server.hold("/apis/mutations.sartor.dev/v1/modifyset");
+    let replica = replica(&server, false).await;
+    server
+        .wait_for_call(
+            |c| c.path == "/apis/mutations.sartor.dev/v1/modifyset" && !c.is_watch(),
+            WAIT,
+        )
+        .await
+        .unwrap();
+    eventually("the other kinds watched", || {
+        let calls = server.calls();
+        ["assign", "assignimage", "assignmetadata"]
+            .iter()
+            .all(|plural| {
+                let path = format!("/apis/mutations.sartor.dev/v1/{plural}");
+                calls.iter().any(|c| c.path == path && c.is_watch())
+            })
+    })
+    .await;
+    assert!(!replica.webhook.is_ready());
+    hold.release();
+    eventually("ready", || replica.webhook.is_ready()).await;
+    // The first snapshot already holds every kind: never a partial set.
+    assert_eq!(replica.mutators().len(), 4);
+}
+
+#[tokio::test]
+async fn a_failed_status_write_is_retried_and_never_holds_up_mutation() {
+    let server = ApiServer::start().await;
+    server.fail(
+        "PATCH",
+        "/apis/mutations.sartor.dev/v1/assign/a/status",
+        500,
+        2,
+    );
+    let replica = replica(&server, false).await;
+    eventually("ready", || replica.webhook.is_ready()).await;
+    server.put(assign("a", "spec.x"));
+    eventually("a in force", || replica.mutators() == ["Assign a: spec.x"]).await;
+    eventually("status written", || {
+        by_pod(&server, "Assign", "a")[0]["enforced"] == json!(true)
+    })
+    .await;
+    assert_eq!(status_patches(&server, "assign", "a").len(), 3);
+}
+
+#[tokio::test]
+async fn gatekeeper_mutators_are_served_read_only_with_compat() {
+    let server = ApiServer::start().await;
+    server.register(
+        "mutations.gatekeeper.sh/v1",
+        "assign",
+        "Assign",
+        false,
+        true,
+    );
+    let mut gatekeeper = assign("g", "spec.gatekeeper");
+    gatekeeper["apiVersion"] = json!("mutations.gatekeeper.sh/v1");
+    server.put(gatekeeper);
+
+    let client = client(&server);
+    let kinds: Vec<String> = watched(&client, true)
+        .await
+        .iter()
+        .map(|w: &Watched| w.resource.api_version.clone() + "/" + &w.resource.plural)
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "mutations.sartor.dev/v1/assign",
+            "mutations.sartor.dev/v1/assignimage",
+            "mutations.sartor.dev/v1/assignmetadata",
+            "mutations.sartor.dev/v1/modifyset",
+            "mutations.gatekeeper.sh/v1/assign",
+        ]
+    );
+
+    let replica = replica(&server, true).await;
+    eventually("the Gatekeeper Assign", || {
+        replica.mutators() == ["Assign g: spec.gatekeeper"]
+    })
+    .await;
+    server.put(assign("s", "spec.sartor"));
+    eventually("sartor's too", || replica.mutators().len() == 2).await;
+    let writes: Vec<Call> = server
+        .calls()
+        .into_iter()
+        .filter(|c| c.method != "GET")
+        .collect();
+    assert!(
+        writes
+            .iter()
+            .all(|c| c.path.starts_with("/apis/mutations.sartor.dev/")),
+        "{writes:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_namespace_missing_from_the_cache_is_fetched_once() {
+    use sartor_webhook::{Lookup, Namespaces as _};
+    let server = ApiServer::start().await;
+    server.put(json!({"apiVersion": "v1", "kind": "Namespace",
+                      "metadata": {"name": "fresh", "labels": {"team": "core"}}}));
+    // Never run: every namespace is missing from this cache.
+    let cache = NamespaceCache::new(client(&server));
+    let lookup = |name: &str| {
+        let cache = cache.clone();
+        let name = name.to_string();
+        tokio::task::spawn(async move { cache.lookup(&name) })
+    };
+    let Lookup::Found(found) = lookup("fresh").await.unwrap() else {
+        panic!("fresh not found");
+    };
+    assert_eq!(
+        found["metadata"]["labels"],
+        json!({"kubernetes.io/metadata.name": "fresh", "team": "core"})
+    );
+    assert_eq!(lookup("fresh").await.unwrap(), Lookup::Found(found));
+    assert_eq!(lookup("gone").await.unwrap(), Lookup::Unknown);
+    assert_eq!(lookup("gone").await.unwrap(), Lookup::Unknown);
+    let gets: Vec<String> = server
+        .calls()
+        .into_iter()
+        .map(|c| format!("{} {}", c.method, c.path))
+        .collect();
+    assert_eq!(
+        gets,
+        [
+            "GET /api/v1/namespaces/fresh",
+            "GET /api/v1/namespaces/gone"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn the_namespace_cache_follows_the_watch() {
+    use sartor_webhook::{Lookup, Namespaces as _};
+    let server = ApiServer::start().await;
+    server.put(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "a"}}));
+    let cache = NamespaceCache::new(client(&server));
+    let mut listed = cache.listed();
+    let task = tokio::spawn(cache.clone().run());
+    listed.wait_for(|listed| *listed).await.unwrap();
+    assert!(matches!(cache.lookup("a"), Lookup::Found(_)));
+    server.put(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "b", "labels": {"x": "y"}}}));
+    eventually("b cached", || matches!(cache.lookup("b"), Lookup::Found(ns) if ns["metadata"]["labels"]["x"] == json!("y")))
+        .await;
+    server.delete("v1", "Namespace", None, "a");
+    eventually("a dropped", || cache.len() == 1).await;
+    task.abort();
+}
