@@ -309,7 +309,8 @@ async fn serve_cluster(args: &ServeArgs) -> anyhow::Result<()> {
         ..StatusLimits::default()
     };
     let (writer, queue) = StatusWriter::new(client.clone(), &pod, limits);
-    tokio::spawn(writer.run());
+    let writer = tokio::spawn(writer.run());
+    let stopping = queue.clone();
     let watched = sartor_controller::watched(&client, args.gatekeeper_compat).await;
     tracing::info!(
         pod,
@@ -327,8 +328,21 @@ async fn serve_cluster(args: &ServeArgs) -> anyhow::Result<()> {
         tokio::spawn(manager.run(Duration::from_secs(args.cert_check_interval)));
     }
     server.run(shutdown_signal()).await;
+    // A gone replica's status entries would read as enforcement that is not
+    // there; withdraw them, within what is left of the grace period.
+    stopping.withdraw_all();
+    match tokio::time::timeout(STATUS_WITHDRAW_TIMEOUT, writer).await {
+        Ok(_) => tracing::info!("status entries withdrawn"),
+        Err(_) => tracing::warn!(
+            "status entries not all withdrawn in time; they stay until a replica with this name replaces them"
+        ),
+    }
     Ok(())
 }
+
+/// How long a stopping replica spends withdrawing its status entries (after
+/// up to 20 s of draining requests, inside the install's 30 s grace period).
+const STATUS_WITHDRAW_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// Makes the first managed certificate, retrying until it works; `false`
 /// when a shutdown signal came first.

@@ -389,6 +389,11 @@ async fn serve_in_cluster_mode_watches_mutators_writes_status_and_manages_its_ce
     assert_eq!(loaded["mutators"], 2);
     assert_eq!(served.patch().await, both_patch());
     served.terminate();
+    // Its entries left with it.
+    let stored = api
+        .get("mutations.sartor.dev/v1", "Assign", None, "always-pull")
+        .unwrap();
+    assert_eq!(stored.get("status"), None, "{stored}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

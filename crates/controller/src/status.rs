@@ -3,7 +3,7 @@
 //! over the list. Writes are queued (the newest entry per mutator wins),
 //! rate-limited and retried with backoff; mutation never waits on them.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use kube::api::{ApiResource, DynamicObject, Patch, PatchParams};
@@ -68,10 +68,19 @@ pub fn apply_body(key: &MutatorKey, status: Option<&MutatorPodStatus>) -> Value 
     })
 }
 
+/// What the writer is asked to do.
+#[derive(Debug)]
+enum Command {
+    /// Write this entry for this mutator (`None`: withdraw it).
+    Write(MutatorKey, Option<MutatorPodStatus>),
+    /// The replica is stopping: withdraw every entry written, then stop.
+    WithdrawAll,
+}
+
 /// The sending side of the status queue.
 #[derive(Debug, Clone)]
 pub struct StatusQueue {
-    sender: mpsc::UnboundedSender<(MutatorKey, Option<MutatorPodStatus>)>,
+    sender: mpsc::UnboundedSender<Command>,
 }
 
 impl StatusQueue {
@@ -79,7 +88,15 @@ impl StatusQueue {
     pub fn push(&self, key: MutatorKey, status: Option<MutatorPodStatus>) {
         // The writer outlives every sender but at shutdown; nothing is lost
         // that would still matter then.
-        let _ = self.sender.send((key, status));
+        let _ = self.sender.send(Command::Write(key, status));
+    }
+
+    /// Asks the writer to withdraw every entry it wrote (an apply of an empty
+    /// status under this replica's field manager removes only its own entry),
+    /// without rate limit, and then to stop; later pushes are ignored. For a
+    /// replica that is shutting down, so no entry of a gone pod stays behind.
+    pub fn withdraw_all(&self) {
+        let _ = self.sender.send(Command::WithdrawAll);
     }
 }
 
@@ -97,7 +114,7 @@ pub struct StatusWriter {
     client: Client,
     manager: String,
     limits: StatusLimits,
-    receiver: mpsc::UnboundedReceiver<(MutatorKey, Option<MutatorPodStatus>)>,
+    receiver: mpsc::UnboundedReceiver<Command>,
 }
 
 impl StatusWriter {
@@ -113,10 +130,11 @@ impl StatusWriter {
         (writer, StatusQueue { sender })
     }
 
-    /// Writes until the queue closes and drains.
+    /// Writes until the queue closes (or [`StatusQueue::withdraw_all`]) and drains.
     pub async fn run(mut self) {
-        let spacing = Duration::from_secs_f64(1.0 / self.limits.per_second.max(0.001));
+        let mut spacing = Duration::from_secs_f64(1.0 / self.limits.per_second.max(0.001));
         let mut pending: BTreeMap<MutatorKey, Pending> = BTreeMap::new();
+        let mut written: BTreeSet<MutatorKey> = BTreeSet::new();
         let mut open = true;
         let mut next_slot = Instant::now();
         loop {
@@ -129,8 +147,17 @@ impl StatusWriter {
             }
             tokio::select! {
                 received = self.receiver.recv(), if open => match received {
-                    Some((key, status)) => {
+                    Some(Command::Write(key, status)) => {
                         pending.insert(key, Pending { status, failures: 0, due: Instant::now() });
+                    }
+                    Some(Command::WithdrawAll) => {
+                        open = false;
+                        spacing = Duration::ZERO;
+                        next_slot = Instant::now();
+                        pending.clear();
+                        for key in std::mem::take(&mut written) {
+                            pending.insert(key, Pending { status: None, failures: 0, due: Instant::now() });
+                        }
                     }
                     None => open = false,
                 },
@@ -138,10 +165,18 @@ impl StatusWriter {
                     let Some((key, _)) = due else { continue };
                     let Some(write) = pending.remove(&key) else { continue };
                     next_slot = Instant::now() + spacing;
-                    if let Err(failures) = self.write(&key, &write).await {
-                        // A newer entry received later replaces this retry.
-                        let due = Instant::now() + self.backoff(failures);
-                        pending.insert(key, Pending { status: write.status, failures, due });
+                    match self.write(&key, &write).await {
+                        Ok(()) if write.status.is_some() => {
+                            written.insert(key);
+                        }
+                        Ok(()) => {
+                            written.remove(&key);
+                        }
+                        Err(failures) => {
+                            // A newer entry received later replaces this retry.
+                            let due = Instant::now() + self.backoff(failures);
+                            pending.insert(key, Pending { status: write.status, failures, due });
+                        }
                     }
                 }
             }

@@ -40,6 +40,7 @@ async fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
 /// A replica's controller tasks running against `server`, feeding `webhook`.
 struct Replica {
     webhook: Arc<Webhook>,
+    status: sartor_controller::StatusQueue,
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
 
@@ -72,12 +73,17 @@ async fn replica(server: &ApiServer, gatekeeper_compat: bool) -> Replica {
         pod: "pod-a".to_string(),
         watched: watched(&client, gatekeeper_compat).await,
     };
+    let status = queue.clone();
     let tasks = vec![
-        tokio::spawn(namespaces.run()),
         tokio::spawn(writer.run()),
+        tokio::spawn(namespaces.run()),
         tokio::spawn(watch.run(listed, queue)),
     ];
-    Replica { webhook, tasks }
+    Replica {
+        webhook,
+        status,
+        tasks,
+    }
 }
 
 impl Replica {
@@ -275,6 +281,56 @@ async fn a_conflict_is_in_both_statuses_and_clears_when_one_is_deleted() {
             .system
             .conflicted()
             .is_empty()
+    );
+}
+
+#[tokio::test]
+async fn a_stopping_replica_withdraws_only_its_own_status_entries() {
+    let server = ApiServer::start().await;
+    let mut replica = replica(&server, false).await;
+    eventually("ready", || replica.webhook.is_ready()).await;
+    server.put(assign("a", "spec.x"));
+    eventually("status written", || {
+        by_pod(&server, "Assign", "a") != Value::Null
+    })
+    .await;
+    // Another replica's entry, under its own field manager.
+    let other = kube::Api::<kube::api::DynamicObject>::all_with(
+        client(&server),
+        &kube::api::ApiResource::erase::<sartor_api::Assign>(&()),
+    );
+    let entry = json!({"id": "pod-b", "enforced": true});
+    other
+        .patch_status(
+            "a",
+            &kube::api::PatchParams::apply("sartor/pod-b").force(),
+            &kube::api::Patch::Apply(json!({
+                "apiVersion": "mutations.sartor.dev/v1", "kind": "Assign",
+                "metadata": {"name": "a"}, "status": {"byPod": [entry]},
+            })),
+        )
+        .await
+        .unwrap();
+    eventually("both entries", || {
+        by_pod(&server, "Assign", "a").as_array().map(Vec::len) == Some(2)
+    })
+    .await;
+
+    replica.status.withdraw_all();
+    let writer = replica.tasks.remove(0);
+    tokio::time::timeout(WAIT, writer).await.unwrap().unwrap();
+    assert_eq!(by_pod(&server, "Assign", "a"), json!([entry]));
+    let last = status_patches(&server, "assign", "a").pop().unwrap();
+    assert_eq!(
+        last.query.get("fieldManager").map(String::as_str),
+        Some("sartor/pod-a")
+    );
+    assert_eq!(
+        last.body,
+        Some(
+            json!({"apiVersion": "mutations.sartor.dev/v1", "kind": "Assign",
+                    "metadata": {"name": "a"}, "status": {}})
+        )
     );
 }
 
