@@ -170,6 +170,9 @@ impl CertManager {
     /// The first API call or file write that failed.
     pub async fn reconcile(&self) -> Result<SecretAction, CertError> {
         let (material, action) = self.ensure_secret().await?;
+        // The CA first: after a CA rotation the bundle trusts old and new, so
+        // the API server can verify this replica before and after it reloads.
+        self.inject(&material.ca_cert).await?;
         let files = SelfSigned {
             ca_pem: material.ca_cert.clone(),
             cert_pem: material.cert.clone(),
@@ -179,7 +182,6 @@ impl CertManager {
             files.write(&self.options.dir)?;
             tracing::info!(dir = %self.options.dir.display(), "serving certificate written");
         }
-        self.inject(&material.ca_cert).await?;
         Ok(action)
     }
 
@@ -218,14 +220,15 @@ impl CertManager {
             }
             let result = match existing {
                 None => {
-                    api.create(&PostParams::default(), &self.secret(&material, None))
+                    api.create(&PostParams::default(), &self.secret(&material))
                         .await
                 }
-                Some(existing) => {
-                    let version = existing.metadata.resource_version.clone();
-                    let mut secret = self.secret(&material, version);
-                    secret.metadata.labels = existing.metadata.labels.or(secret.metadata.labels);
-                    api.replace(name, &PostParams::default(), &secret).await
+                Some(mut existing) => {
+                    // Only the four keys change: type, labels, annotations,
+                    // owners and other keys stay as they are.
+                    let data = existing.data.get_or_insert_with(BTreeMap::new);
+                    data.extend(self.secret(&material).data.unwrap_or_default());
+                    api.replace(name, &PostParams::default(), &existing).await
                 }
             };
             match result {
@@ -336,7 +339,7 @@ impl CertManager {
         Ok((cert.pem(), key.serialize_pem()))
     }
 
-    fn secret(&self, material: &Material, resource_version: Option<String>) -> Secret {
+    fn secret(&self, material: &Material) -> Secret {
         let data = [
             (CA_CERT, &material.ca_cert),
             (CA_KEY, &material.ca_key),
@@ -350,7 +353,6 @@ impl CertManager {
             metadata: ObjectMeta {
                 name: Some(self.options.secret.clone()),
                 namespace: Some(self.options.namespace.clone()),
-                resource_version,
                 labels: Some(BTreeMap::from([(
                     "app.kubernetes.io/name".to_string(),
                     "sartor".to_string(),

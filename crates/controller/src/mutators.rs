@@ -98,6 +98,10 @@ impl MutatorSet {
             kind,
             name: name.to_string(),
         };
+        if object.pointer("/metadata/deletionTimestamp").is_some() {
+            // Being deleted (finalizers pending): no longer in force, as in Gatekeeper.
+            return self.delete(group, kind, name);
+        }
         let spec = object.get("spec").cloned().unwrap_or(Value::Null);
         let uid = object
             .pointer("/metadata/uid")
@@ -167,13 +171,17 @@ impl MutatorSet {
     pub fn snapshot(&self) -> Snapshot {
         Snapshot {
             system: self.system.clone(),
-            errors: self
-                .entries
-                .iter()
-                .filter(|(_, entry)| entry.compiled.is_err())
-                .map(|(key, _)| key.id())
-                .collect(),
+            errors: self.failed(),
         }
+    }
+
+    /// The mutators that did not compile (what the webhook's metrics count as errors).
+    pub fn failed(&self) -> Vec<MutatorId> {
+        self.entries
+            .iter()
+            .filter(|(_, entry)| entry.compiled.is_err())
+            .map(|(key, _)| key.id())
+            .collect()
     }
 
     /// The System of the mutators in force.
@@ -255,7 +263,10 @@ impl MutatorSet {
                     name: id.name.clone(),
                 })
             })
-            .find_map(|entry| entry.compiled.as_ref().ok());
+            .next()
+            // sartor's object wins even when it does not compile: a typo while
+            // moving off Gatekeeper must not silently restore Gatekeeper's spec.
+            .and_then(|entry| entry.compiled.as_ref().ok());
         match winner {
             Some(mutator) => {
                 let unchanged = self.system.get(id).is_some_and(|m| **m == *mutator);
@@ -462,6 +473,36 @@ mod tests {
         assert_eq!(location(&set), ["spec.gatekeeper"]);
         assert!(set.delete(Group::Gatekeeper, MutatorKind::Assign, "a"));
         assert!(set.system().is_empty());
+    }
+
+    #[test]
+    fn a_broken_sartor_mutator_does_not_hand_its_name_back_to_gatekeeper() {
+        let mut set = MutatorSet::new();
+        let mut gatekeeper = assign("a", "spec.gatekeeper", 1);
+        gatekeeper["apiVersion"] = json!("mutations.gatekeeper.sh/v1");
+        set.apply(Group::Gatekeeper, MutatorKind::Assign, &gatekeeper);
+        assert!(set.apply(
+            Group::Sartor,
+            MutatorKind::Assign,
+            &assign("a", "metadata.x", 1)
+        ));
+        assert!(set.system().is_empty());
+        assert_eq!(set.failed(), [MutatorId::new(MutatorKind::Assign, "a")]);
+    }
+
+    #[test]
+    fn a_mutator_being_deleted_is_no_longer_in_force() {
+        let mut set = MutatorSet::new();
+        set.apply(
+            Group::Sartor,
+            MutatorKind::Assign,
+            &assign("a", "spec.a", 1),
+        );
+        let mut deleting = assign("a", "spec.a", 2);
+        deleting["metadata"]["deletionTimestamp"] = json!("2026-11-22T10:00:00Z");
+        assert!(set.apply(Group::Sartor, MutatorKind::Assign, &deleting));
+        assert!(set.system().is_empty());
+        assert_eq!(set.status_changes("pod-a"), []);
     }
 
     #[test]

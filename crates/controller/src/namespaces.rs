@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::Namespace;
-use kube::runtime::watcher;
+use kube::runtime::{WatchStreamExt as _, watcher};
 use kube::{Api, Client};
 use sartor_webhook::{Lookup, Namespaces};
 use serde_json::Value;
@@ -75,7 +75,9 @@ impl NamespaceCache {
     /// Watches Namespaces and keeps the cache current; runs until dropped.
     pub async fn run(self) {
         let api: Api<Namespace> = Api::all(self.inner.client.clone());
-        let mut events = watcher(api, watcher::Config::default()).boxed();
+        let mut events = watcher(api, watcher::Config::default())
+            .default_backoff()
+            .boxed();
         let mut relist: Option<HashMap<String, Arc<Value>>> = None;
         while let Some(event) = events.next().await {
             match event {

@@ -109,6 +109,7 @@ impl MutatorWatch {
         let mut listed = vec![false; self.watched.len()];
         let mut relists: Vec<Option<Vec<Value>>> = vec![None; self.watched.len()];
         let mut published = false;
+        let mut failed = Vec::new();
         loop {
             let changed = tokio::select! {
                 event = events.next() => {
@@ -131,7 +132,11 @@ impl MutatorWatch {
             if !listed.iter().all(|done| *done) || !*namespaces_listed.borrow() {
                 continue;
             }
-            if changed || !published {
+            // A mutator that does not compile changes no System, but the
+            // webhook's metrics count it.
+            let now_failed = set.failed();
+            if changed || !published || now_failed != failed {
+                failed = now_failed;
                 let snapshot = set.snapshot();
                 let mutators = snapshot.system.len();
                 let conflicted = snapshot.system.conflicted().len();
