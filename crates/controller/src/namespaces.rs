@@ -170,11 +170,8 @@ fn entry(namespace: &Namespace) -> Option<(String, Arc<Value>)> {
     let name = namespace.metadata.name.clone()?;
     let mut namespace = namespace.clone();
     namespace.metadata.managed_fields = None;
-    let mut value = serde_json::to_value(&namespace).ok()?;
-    if let Some(object) = value.as_object_mut() {
-        object.insert("apiVersion".to_string(), Value::from("v1"));
-        object.insert("kind".to_string(), Value::from("Namespace"));
-    }
+    // k8s-openapi writes apiVersion and kind itself.
+    let value = serde_json::to_value(&namespace).ok()?;
     Some((name, Arc::new(value)))
 }
 

@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use kube::api::{ApiResource, DynamicObject, Patch, PatchParams};
 use kube::{Api, Client};
-use sartor_api::{API_VERSION, GROUP, MutatorKind, MutatorPodStatus, VERSION};
+use sartor_api::{
+    API_VERSION, Assign, AssignImage, AssignMetadata, ModifySet, MutatorKind, MutatorPodStatus,
+};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -41,15 +43,13 @@ pub fn field_manager(pod: &str) -> String {
     format!("sartor/{pod}")
 }
 
-/// The API resource of one of sartor's mutator kinds.
+/// The API resource of one of sartor's mutator kinds, as its type declares it.
 pub fn resource(kind: MutatorKind) -> ApiResource {
-    let plural = kind.as_str().to_lowercase();
-    ApiResource {
-        group: GROUP.to_string(),
-        version: VERSION.to_string(),
-        api_version: API_VERSION.to_string(),
-        kind: kind.as_str().to_string(),
-        plural,
+    match kind {
+        MutatorKind::Assign => ApiResource::erase::<Assign>(&()),
+        MutatorKind::AssignImage => ApiResource::erase::<AssignImage>(&()),
+        MutatorKind::AssignMetadata => ApiResource::erase::<AssignMetadata>(&()),
+        MutatorKind::ModifySet => ApiResource::erase::<ModifySet>(&()),
     }
 }
 
