@@ -36,6 +36,7 @@ pub struct AssignImageSpec {
     pub location: String,
     /// The parts of the image to assign, and the pathTests that guard it.
     #[serde(default)]
+    #[schemars(transform = crate::schema::no_default)]
     pub parameters: AssignImageParameters,
 }
 

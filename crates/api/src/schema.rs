@@ -22,3 +22,13 @@ pub(crate) fn empty_as_none<'de, D: serde::Deserializer<'de>>(
     let value: Option<String> = serde::Deserialize::deserialize(deserializer)?;
     Ok(value.filter(|s| !s.is_empty()))
 }
+
+/// Schema transform: no `default`. For an object whose validation rules its
+/// own default would break (AssignImage's `parameters`: `{}` sets none of the
+/// parts the rule asks for), which the API server refuses in a CRD. Serde
+/// still reads a missing object as empty, so the engine reports it.
+pub(crate) fn no_default(schema: &mut Schema) {
+    if let Some(object) = schema.as_object_mut() {
+        object.remove("default");
+    }
+}
