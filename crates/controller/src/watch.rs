@@ -1,5 +1,11 @@
 //! Watches the mutator kinds, keeps the [`MutatorSet`] current, publishes a
 //! new snapshot into the webhook on every change and queues status entries.
+//!
+//! A kind whose CRD is not installed (listing it answers 404) has no
+//! objects, so the set is exact without it: the kind counts as listed with
+//! none, the webhook is told the CRD is missing (`/readyz` names it, a gauge
+//! is 0) and the watcher keeps retrying; once a list succeeds the kind's
+//! objects arrive as usual.
 
 use std::sync::Arc;
 
@@ -9,6 +15,7 @@ use kube::runtime::{WatchStreamExt as _, watcher};
 use kube::{Api, Client};
 use sartor_api::{GATEKEEPER_GROUP, MutatorKind};
 use sartor_webhook::Webhook;
+use sartor_webhook::admission::MutatorCrd;
 use serde_json::Value;
 use tokio::sync::watch;
 
@@ -24,6 +31,27 @@ pub struct Watched {
     pub kind: MutatorKind,
     /// Where the API serves it.
     pub resource: ApiResource,
+}
+
+/// How to install sartor's CRDs, for the log line of one that is missing.
+const INSTALL_SARTOR: &str =
+    "kubectl apply --server-side -k manifests/ (or: kubectl apply --server-side -f crds/)";
+
+/// The same for Gatekeeper's, which sartor only reads.
+const INSTALL_GATEKEEPER: &str = "installed with Gatekeeper (its mutation CRDs)";
+
+impl Watched {
+    /// The name of the CRD that defines it: `PLURAL.GROUP`.
+    pub fn crd(&self) -> String {
+        format!("{}.{}", self.resource.plural, self.resource.group)
+    }
+
+    fn install_hint(&self) -> &'static str {
+        match self.group {
+            Group::Sartor => INSTALL_SARTOR,
+            Group::Gatekeeper => INSTALL_GATEKEEPER,
+        }
+    }
 }
 
 /// The kinds to watch: sartor's four, and with `gatekeeper_compat` each of
@@ -46,7 +74,7 @@ pub async fn watched(client: &Client, gatekeeper_compat: bool) -> Vec<Watched> {
         let group_version = format!("{GATEKEEPER_GROUP}/{version}");
         match client.list_api_group_resources(&group_version).await {
             Ok(list) => served.push((version, list.resources)),
-            Err(kube::Error::Api(status)) if status.is_not_found() => {}
+            Err(error) if is_404(&error) => {}
             Err(error) => {
                 tracing::warn!(%error, group_version, "discovering Gatekeeper's mutator CRDs");
             }
@@ -94,8 +122,9 @@ pub struct MutatorWatch {
 
 impl MutatorWatch {
     /// Runs until dropped. Publishes the first snapshot only once every
-    /// watched kind has been listed and `namespaces_listed` is true, so the
-    /// replica never admits with a partial set.
+    /// watched kind has been listed (or found not installed) and
+    /// `namespaces_listed` is true, so the replica never admits with a
+    /// partial set.
     pub async fn run(self, mut namespaces_listed: watch::Receiver<bool>, status: StatusQueue) {
         let streams = self.watched.iter().enumerate().map(|(index, watched)| {
             let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &watched.resource);
@@ -106,20 +135,21 @@ impl MutatorWatch {
         });
         let mut events = futures::stream::select_all(streams);
         let mut set = MutatorSet::new();
-        let mut listed = vec![false; self.watched.len()];
-        let mut relists: Vec<Option<Vec<Value>>> = vec![None; self.watched.len()];
+        let mut kinds: Vec<KindState> = self.watched.iter().map(|_| KindState::default()).collect();
         let mut published = false;
         let mut failed = Vec::new();
+        // Which kinds were missing when the webhook was last told.
+        let mut reported_missing: Option<Vec<bool>> = None;
         loop {
             let changed = tokio::select! {
                 event = events.next() => {
                     let Some((index, event)) = event else { return };
-                    let (Some(watched), Some(relist), Some(done)) =
-                        (self.watched.get(index), relists.get_mut(index), listed.get_mut(index))
+                    let (Some(watched), Some(kind)) =
+                        (self.watched.get(index), kinds.get_mut(index))
                     else {
                         continue;
                     };
-                    apply(&mut set, watched, event, relist, done)
+                    kind.apply(&mut set, watched, event).changed
                 }
                 changed = namespaces_listed.changed(), if !published => {
                     if changed.is_err() {
@@ -129,8 +159,15 @@ impl MutatorWatch {
                     false
                 }
             };
-            if !listed.iter().all(|done| *done) || !*namespaces_listed.borrow() {
+            if !kinds.iter().all(|kind| kind.listed) || !*namespaces_listed.borrow() {
                 continue;
+            }
+            // Told before the snapshot is published: `/readyz` turns 200
+            // already naming the CRDs that are missing.
+            let missing: Vec<bool> = kinds.iter().map(|kind| kind.missing).collect();
+            if reported_missing.as_ref() != Some(&missing) {
+                self.webhook.set_crds(crds(&self.watched, &missing));
+                reported_missing = Some(missing);
             }
             // A mutator that does not compile changes no System, but the
             // webhook's metrics count it.
@@ -157,45 +194,156 @@ impl MutatorWatch {
     }
 }
 
-/// Applies one watch event; returns whether the System changed.
-fn apply(
-    set: &mut MutatorSet,
-    watched: &Watched,
-    event: Result<watcher::Event<DynamicObject>, watcher::Error>,
-    relist: &mut Option<Vec<Value>>,
-    listed: &mut bool,
-) -> bool {
-    let (group, kind) = (watched.group, watched.kind);
-    match event {
-        Ok(watcher::Event::Init) => {
-            *relist = Some(Vec::new());
-            false
+/// Each watched kind's CRD, installed unless `missing` says otherwise (same order).
+fn crds(watched: &[Watched], missing: &[bool]) -> Vec<MutatorCrd> {
+    watched
+        .iter()
+        .zip(missing)
+        .map(|(watched, missing)| MutatorCrd {
+            group: watched.group.as_str(),
+            kind: watched.kind,
+            name: watched.crd(),
+            installed: !missing,
+        })
+        .collect()
+}
+
+/// What the watch loop knows of one watched kind.
+#[derive(Debug, Default)]
+struct KindState {
+    /// The objects of the list in progress (from `Init` to `InitDone`).
+    relist: Option<Vec<Value>>,
+    /// Listed at least once, or found not installed: the set holds exactly
+    /// the kind's objects.
+    listed: bool,
+    /// The last list or watch answered 404: the CRD is not installed.
+    missing: bool,
+}
+
+/// What one event did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Applied {
+    /// Whether the System changed.
+    changed: bool,
+    /// How the kind's CRD was seen to change, if it was.
+    crd: Option<CrdChange>,
+}
+
+/// A change of a kind's CRD, each logged once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CrdChange {
+    /// A 404 for a kind not known to be missing (`warn`).
+    Missing,
+    /// Another 404 for a kind already missing (`debug`).
+    StillMissing,
+    /// A missing kind was listed, or an object of it watched (`info`).
+    Installed,
+}
+
+impl KindState {
+    /// Applies one watch event of `watched` to `set`.
+    fn apply(
+        &mut self,
+        set: &mut MutatorSet,
+        watched: &Watched,
+        event: Result<watcher::Event<DynamicObject>, watcher::Error>,
+    ) -> Applied {
+        let (group, kind) = (watched.group, watched.kind);
+        // A list's objects are in force only once it is done.
+        let served = matches!(
+            event,
+            Ok(watcher::Event::InitDone | watcher::Event::Apply(_) | watcher::Event::Delete(_))
+        );
+        let mut crd = None;
+        if served && self.missing {
+            self.missing = false;
+            crd = Some(CrdChange::Installed);
         }
-        Ok(watcher::Event::InitApply(object)) => {
-            if let (Some(relist), Some(value)) = (relist, to_value(object, &watched.resource)) {
-                relist.push(value);
+        let changed = match event {
+            Ok(watcher::Event::Init) => {
+                self.relist = Some(Vec::new());
+                false
             }
-            false
+            Ok(watcher::Event::InitApply(object)) => {
+                if let (Some(relist), Some(value)) =
+                    (&mut self.relist, to_value(object, &watched.resource))
+                {
+                    relist.push(value);
+                }
+                false
+            }
+            Ok(watcher::Event::InitDone) => {
+                let objects = self.relist.take().unwrap_or_default();
+                tracing::debug!(kind = %kind, group = group.as_str(), objects = objects.len(), "listed");
+                self.listed = true;
+                set.replace(group, kind, &objects)
+            }
+            Ok(watcher::Event::Apply(object)) => match to_value(object, &watched.resource) {
+                Some(value) => set.apply(group, kind, &value),
+                None => false,
+            },
+            Ok(watcher::Event::Delete(object)) => match &object.metadata.name {
+                Some(name) => set.delete(group, kind, name),
+                None => false,
+            },
+            Err(error) if is_not_served(&error) => {
+                // No CRD, no objects: the set is exact with none of this kind.
+                crd = Some(if self.missing {
+                    CrdChange::StillMissing
+                } else {
+                    CrdChange::Missing
+                });
+                self.missing = true;
+                self.listed = true;
+                self.relist = None;
+                set.replace(group, kind, &[])
+            }
+            Err(error) => {
+                tracing::warn!(%error, kind = %kind, group = group.as_str(), "watching mutators");
+                false
+            }
+        };
+        if let Some(change) = crd {
+            log_crd_change(watched, change);
         }
-        Ok(watcher::Event::InitDone) => {
-            let objects = relist.take().unwrap_or_default();
-            tracing::debug!(kind = %kind, group = group.as_str(), objects = objects.len(), "listed");
-            *listed = true;
-            set.replace(group, kind, &objects)
-        }
-        Ok(watcher::Event::Apply(object)) => match to_value(object, &watched.resource) {
-            Some(value) => set.apply(group, kind, &value),
-            None => false,
-        },
-        Ok(watcher::Event::Delete(object)) => match &object.metadata.name {
-            Some(name) => set.delete(group, kind, name),
-            None => false,
-        },
-        Err(error) => {
-            tracing::warn!(%error, kind = %kind, group = group.as_str(), "watching mutators");
-            false
-        }
+        Applied { changed, crd }
     }
+}
+
+fn log_crd_change(watched: &Watched, change: CrdChange) {
+    let (kind, crd) = (watched.kind, watched.crd());
+    match change {
+        CrdChange::Missing => tracing::warn!(
+            kind = %kind,
+            crd = %crd,
+            install = watched.install_hint(),
+            "mutator CRD not installed; mutators of this kind are not enforced until it is"
+        ),
+        CrdChange::StillMissing => {
+            tracing::debug!(kind = %kind, crd = %crd, "mutator CRD still not installed");
+        }
+        CrdChange::Installed => tracing::info!(kind = %kind, crd = %crd, "mutator CRD installed"),
+    }
+}
+
+/// Whether listing or watching failed with 404: the API server does not serve
+/// the kind (its CRD, or the whole group, is not installed).
+fn is_not_served(error: &watcher::Error) -> bool {
+    match error {
+        watcher::Error::InitialListFailed(error) | watcher::Error::WatchStartFailed(error) => {
+            is_404(error)
+        }
+        _ => false,
+    }
+}
+
+/// Whether the API server answered 404. For a path it does not serve at all,
+/// a kube-apiserver answers `404 page not found` in plain text, which kube
+/// turns into a `Status` with code 404 and reason `Failed to parse error
+/// data`; kube 5's `Status::is_not_found` accepts only reason `NotFound`, so
+/// the code is what tells.
+fn is_404(error: &kube::Error) -> bool {
+    matches!(error, kube::Error::Api(status) if status.code == 404)
 }
 
 /// The object as the loader reads it, with its `apiVersion` and `kind`
@@ -209,4 +357,224 @@ fn to_value(object: DynamicObject, resource: &ApiResource) -> Option<Value> {
     );
     fields.insert("kind".into(), Value::from(resource.kind.clone()));
     Some(value)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use kube::core::Status;
+    use serde_json::json;
+
+    use super::*;
+
+    fn assign_image() -> Watched {
+        Watched {
+            group: Group::Sartor,
+            kind: MutatorKind::AssignImage,
+            resource: resource(MutatorKind::AssignImage),
+        }
+    }
+
+    /// A kube-apiserver's answer for a resource it does not serve: a plain
+    /// text body, which kube cannot parse as a `Status`.
+    fn page_not_found() -> kube::Error {
+        kube::Error::Api(
+            Status::failure("404 page not found", "Failed to parse error data")
+                .with_code(404)
+                .boxed(),
+        )
+    }
+
+    fn status(code: u16, reason: &str) -> kube::Error {
+        kube::Error::Api(Status::failure("injected", reason).with_code(code).boxed())
+    }
+
+    fn mirror() -> DynamicObject {
+        serde_json::from_value(json!({
+            "apiVersion": "mutations.sartor.dev/v1", "kind": "AssignImage",
+            "metadata": {"name": "mirror"},
+            "spec": {"applyTo": [{"groups": [""], "versions": ["v1"], "kinds": ["Pod"]}],
+                     "location": "spec.containers[name: *].image",
+                     "parameters": {"assignDomain": "mirror.example.com"}},
+        }))
+        .unwrap()
+    }
+
+    fn in_force(set: &MutatorSet) -> Vec<String> {
+        set.snapshot()
+            .system
+            .mutators()
+            .map(|m| m.id().to_string())
+            .collect()
+    }
+
+    type Event = Result<watcher::Event<DynamicObject>, watcher::Error>;
+
+    /// Applies `events` in order; what each did.
+    fn feed(state: &mut KindState, set: &mut MutatorSet, events: Vec<Event>) -> Vec<Applied> {
+        let watched = assign_image();
+        events
+            .into_iter()
+            .map(|event| state.apply(set, &watched, event))
+            .collect()
+    }
+
+    fn list(objects: Vec<DynamicObject>) -> Vec<Event> {
+        let mut events = vec![Ok(watcher::Event::Init)];
+        events.extend(
+            objects
+                .into_iter()
+                .map(|o| Ok(watcher::Event::InitApply(o))),
+        );
+        events.push(Ok(watcher::Event::InitDone));
+        events
+    }
+
+    const NOTHING: Applied = Applied {
+        changed: false,
+        crd: None,
+    };
+
+    #[test]
+    fn a_plain_text_404_lists_the_kind_with_none_until_its_crd_is_installed() {
+        let (mut state, mut set) = (KindState::default(), MutatorSet::new());
+        let failed = || -> Vec<Event> {
+            vec![
+                Ok(watcher::Event::Init),
+                Err(watcher::Error::InitialListFailed(page_not_found())),
+            ]
+        };
+        assert_eq!(
+            feed(&mut state, &mut set, failed()),
+            [
+                NOTHING,
+                Applied {
+                    changed: false,
+                    crd: Some(CrdChange::Missing)
+                }
+            ]
+        );
+        assert!(state.listed && state.missing);
+        // Each retry's 404 is no news.
+        assert_eq!(
+            feed(&mut state, &mut set, failed()),
+            [
+                NOTHING,
+                Applied {
+                    changed: false,
+                    crd: Some(CrdChange::StillMissing)
+                }
+            ]
+        );
+        assert!(state.listed && state.missing);
+        assert_eq!(in_force(&set), Vec::<String>::new());
+
+        // The CRD is installed and the next list succeeds.
+        let applied = feed(&mut state, &mut set, list(vec![mirror()]));
+        assert_eq!(
+            applied,
+            [
+                NOTHING,
+                NOTHING,
+                Applied {
+                    changed: true,
+                    crd: Some(CrdChange::Installed)
+                },
+            ]
+        );
+        assert!(state.listed && !state.missing);
+        assert_eq!(in_force(&set), ["AssignImage mirror"]);
+        // A later relist is no news either.
+        assert_eq!(
+            feed(&mut state, &mut set, list(vec![mirror()])),
+            [NOTHING; 3]
+        );
+    }
+
+    #[test]
+    fn a_crd_removed_while_watched_takes_its_mutators_out_of_force() {
+        let (mut state, mut set) = (KindState::default(), MutatorSet::new());
+        feed(&mut state, &mut set, list(vec![mirror()]));
+        assert_eq!(in_force(&set), ["AssignImage mirror"]);
+        let applied = feed(
+            &mut state,
+            &mut set,
+            vec![Err(watcher::Error::WatchStartFailed(status(
+                404, "NotFound",
+            )))],
+        );
+        assert_eq!(
+            applied,
+            [Applied {
+                changed: true,
+                crd: Some(CrdChange::Missing)
+            }]
+        );
+        assert!(state.missing);
+        assert_eq!(in_force(&set), Vec::<String>::new());
+        // The watch resumes: an object proves the kind is served again.
+        let applied = feed(
+            &mut state,
+            &mut set,
+            vec![Ok(watcher::Event::Apply(mirror()))],
+        );
+        assert_eq!(
+            applied,
+            [Applied {
+                changed: true,
+                crd: Some(CrdChange::Installed)
+            }]
+        );
+        assert!(!state.missing);
+    }
+
+    #[test]
+    fn other_errors_leave_the_kind_unlisted() {
+        let (mut state, mut set) = (KindState::default(), MutatorSet::new());
+        let errors = vec![
+            Ok(watcher::Event::Init),
+            Err(watcher::Error::InitialListFailed(status(
+                500,
+                "InternalError",
+            ))),
+            Err(watcher::Error::InitialListFailed(status(403, "Forbidden"))),
+            Err(watcher::Error::WatchError(
+                Status::failure("gone", "Expired").with_code(410).boxed(),
+            )),
+        ];
+        assert_eq!(feed(&mut state, &mut set, errors), [NOTHING; 4]);
+        assert!(!state.listed && !state.missing);
+    }
+
+    #[test]
+    fn crds_are_named_plural_dot_group() {
+        let gatekeeper = Watched {
+            group: Group::Gatekeeper,
+            kind: MutatorKind::Assign,
+            resource: ApiResource {
+                group: GATEKEEPER_GROUP.to_string(),
+                version: "v1".to_string(),
+                api_version: format!("{GATEKEEPER_GROUP}/v1"),
+                kind: "Assign".to_string(),
+                plural: "assign".to_string(),
+            },
+        };
+        assert_eq!(
+            crds(&[assign_image(), gatekeeper], &[true, false]),
+            [
+                MutatorCrd {
+                    group: "mutations.sartor.dev",
+                    kind: MutatorKind::AssignImage,
+                    name: "assignimage.mutations.sartor.dev".to_string(),
+                    installed: false,
+                },
+                MutatorCrd {
+                    group: "mutations.gatekeeper.sh",
+                    kind: MutatorKind::Assign,
+                    name: "assign.mutations.gatekeeper.sh".to_string(),
+                    installed: true,
+                },
+            ]
+        );
+    }
 }

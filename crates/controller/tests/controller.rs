@@ -16,6 +16,7 @@ use sartor_controller::{
     MutatorWatch, NamespaceCache, StatusLimits, StatusWriter, Watched, watched,
 };
 use sartor_tests::apiserver::{ApiServer, Call};
+use sartor_webhook::admission::MutatorCrd;
 use sartor_webhook::{Metrics, Settings, Webhook};
 use serde_json::{Value, json};
 
@@ -364,6 +365,71 @@ async fn readiness_waits_for_the_initial_list_of_every_kind() {
     eventually("ready", || replica.webhook.is_ready()).await;
     // The first snapshot already holds every kind: never a partial set.
     assert_eq!(replica.mutators().len(), 4);
+}
+
+#[tokio::test]
+async fn a_kind_whose_crd_is_not_installed_is_left_out_until_it_is() {
+    let server = ApiServer::start().await;
+    for mutator in pod_mutators() {
+        server.put(mutator);
+    }
+    // The first two lists of AssignImage answer 404, as without its CRD. The
+    // watcher retries 0.8 s to 1.6 s after each (its backoff restarts with
+    // the `Init` event of every attempt), so the third list, which finds it
+    // installed, comes at least 1.6 s after the first.
+    let path = "/apis/mutations.sartor.dev/v1/assignimage";
+    server.fail("GET", path, 404, 2);
+    let replica = replica(&server, false).await;
+    eventually("ready", || replica.webhook.is_ready()).await;
+    assert_eq!(
+        replica.mutators(),
+        [
+            "Assign pull: spec.containers[name: *].imagePullPolicy",
+            "AssignMetadata team: metadata.labels.team",
+            "ModifySet args: spec.containers[name: *].args",
+        ]
+    );
+    assert_eq!(
+        replica.webhook.missing_crds(),
+        [MutatorCrd {
+            group: "mutations.sartor.dev",
+            kind: sartor_api::MutatorKind::AssignImage,
+            name: "assignimage.mutations.sartor.dev".to_string(),
+            installed: false,
+        }]
+    );
+    let installed = |kind: &str, value: u8| {
+        format!(
+            "sartor_mutator_crd_installed{{group=\"mutations.sartor.dev\",kind=\"{kind}\"}} {value}"
+        )
+    };
+    let metrics = replica.webhook.metrics().render();
+    for line in [
+        installed("Assign", 1),
+        installed("AssignImage", 0),
+        installed("AssignMetadata", 1),
+        installed("ModifySet", 1),
+    ] {
+        assert!(metrics.lines().any(|l| l == line), "{line} in\n{metrics}");
+    }
+
+    eventually("AssignImage in force", || replica.mutators().len() == 4).await;
+    assert_eq!(
+        replica.mutators()[1],
+        "AssignImage mirror: spec.containers[name: *].image"
+    );
+    assert_eq!(replica.webhook.missing_crds(), []);
+    let metrics = replica.webhook.metrics().render();
+    assert!(
+        metrics.lines().any(|l| l == installed("AssignImage", 1)),
+        "{metrics}"
+    );
+    let lists = server
+        .calls()
+        .into_iter()
+        .filter(|c| c.method == "GET" && c.path == path && !c.is_watch())
+        .count();
+    assert_eq!(lists, 3);
 }
 
 #[tokio::test]

@@ -72,6 +72,24 @@ pub struct Snapshot {
     pub errors: Vec<MutatorId>,
 }
 
+/// One watched mutator kind's CRD, as the controller last found it. A kind
+/// whose CRD the API server does not serve has no objects, so the mutators in
+/// force are exact without it; `/readyz` names it and
+/// `sartor_mutator_crd_installed` is 0 for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MutatorCrd {
+    /// The API group its objects are read from (`mutations.sartor.dev` or,
+    /// with `--gatekeeper-compat`, `mutations.gatekeeper.sh`).
+    pub group: &'static str,
+    /// The mutator kind it defines.
+    pub kind: MutatorKind,
+    /// The CRD's `metadata.name`, `PLURAL.GROUP` (`assignimage.mutations.sartor.dev`).
+    pub name: String,
+    /// False while listing the kind answers 404: mutators of this kind are
+    /// not enforced until the CRD is installed.
+    pub installed: bool,
+}
+
 /// An HTTP answer to one admission call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Reply {
@@ -91,6 +109,7 @@ pub struct Reply {
 pub struct Webhook {
     settings: Settings,
     snapshot: RwLock<Option<Arc<Snapshot>>>,
+    crds: RwLock<Vec<MutatorCrd>>,
     namespaces: Box<dyn Namespaces>,
     metrics: Arc<Metrics>,
 }
@@ -124,6 +143,7 @@ impl Webhook {
         Webhook {
             settings,
             snapshot: RwLock::new(None),
+            crds: RwLock::new(Vec::new()),
             namespaces,
             metrics,
         }
@@ -161,6 +181,25 @@ impl Webhook {
     /// Whether a snapshot has been published (`/readyz`).
     pub fn is_ready(&self) -> bool {
         self.current().is_some()
+    }
+
+    /// Records which watched mutator kinds' CRDs are served (for `/readyz`
+    /// and the `sartor_mutator_crd_installed` gauge); replaces what was set before.
+    pub fn set_crds(&self, crds: Vec<MutatorCrd>) {
+        self.metrics.set_crds(&crds);
+        match self.crds.write() {
+            Ok(mut current) => *current = crds,
+            Err(poisoned) => *poisoned.into_inner() = crds,
+        }
+    }
+
+    /// The CRDs last given to [`Webhook::set_crds`] that are not installed.
+    pub fn missing_crds(&self) -> Vec<MutatorCrd> {
+        let crds = match self.crds.read() {
+            Ok(crds) => crds,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        crds.iter().filter(|crd| !crd.installed).cloned().collect()
     }
 
     /// Answers a `/v1/mutate` body.

@@ -8,6 +8,7 @@
 //! | `sartor_convergence_passes` | histogram | |
 //! | `sartor_mutators` | gauge | `kind`, `state` (`enforced`, `error`, `conflict`) |
 //! | `sartor_mutator_reloads_total` | counter | `result` (`ok`, `error`) |
+//! | `sartor_mutator_crd_installed` | gauge (1, 0) | `group`, `kind` |
 //! | `sartor_tls_certificate_reloads_total` | counter | `result` (`ok`, `error`) |
 
 use std::sync::Mutex;
@@ -21,6 +22,8 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 use sartor_engine::{MutatorId, System};
+
+use crate::admission::MutatorCrd;
 
 /// Latency buckets: 100 µs to 2.5 s, dense where sartor answers (well under 5 ms).
 const LATENCY_BUCKETS: [f64; 14] = [
@@ -50,6 +53,12 @@ struct StateLabels {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CrdLabels {
+    group: &'static str,
+    kind: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ResultLabels {
     result: &'static str,
 }
@@ -64,8 +73,10 @@ pub struct Metrics {
     passes: Histogram,
     mutators: Family<StateLabels, Gauge>,
     mutator_reloads: Family<ResultLabels, Counter>,
+    crds: Family<CrdLabels, Gauge>,
     tls_reloads: Family<ResultLabels, Counter>,
-    /// Serialises `set_mutators` so two snapshots never interleave their gauges.
+    /// Serialises `set_mutators` and `set_crds` so two updates never
+    /// interleave their gauges.
     gauge_lock: Mutex<()>,
 }
 
@@ -117,6 +128,12 @@ impl Metrics {
             "Attempts to load a new mutator snapshot, by result",
             mutator_reloads.clone(),
         );
+        let crds = Family::<CrdLabels, Gauge>::default();
+        registry.register(
+            "mutator_crd_installed",
+            "Whether each watched mutator kind's CRD is served (1) or not installed (0: its mutators are not enforced)",
+            crds.clone(),
+        );
         let tls_reloads = Family::<ResultLabels, Counter>::default();
         registry.register(
             "tls_certificate_reloads",
@@ -131,6 +148,7 @@ impl Metrics {
             passes,
             mutators,
             mutator_reloads,
+            crds,
             tls_reloads,
             gauge_lock: Mutex::new(()),
         }
@@ -193,6 +211,21 @@ impl Metrics {
     /// Counts an attempt to load a new mutator snapshot.
     pub fn record_mutator_reload(&self, ok: bool) {
         self.mutator_reloads.get_or_create(&result(ok)).inc();
+    }
+
+    /// Sets the CRD gauges: 1 for each CRD installed, 0 for each missing;
+    /// kinds not in `crds` are dropped.
+    pub fn set_crds(&self, crds: &[MutatorCrd]) {
+        let _guard = self.gauge_lock.lock();
+        self.crds.clear();
+        for crd in crds {
+            self.crds
+                .get_or_create(&CrdLabels {
+                    group: crd.group,
+                    kind: crd.kind.as_str(),
+                })
+                .set(i64::from(crd.installed));
+        }
     }
 
     /// Counts an attempt to reload the serving certificate.

@@ -21,7 +21,7 @@ use tokio::io::AsyncWriteExt as _;
 use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::TlsAcceptor;
 
-use crate::admission::{MUTATE, Reply, VALIDATE, Webhook, internal_error};
+use crate::admission::{MUTATE, MutatorCrd, Reply, VALIDATE, Webhook, internal_error};
 use crate::tls::{Certificate, TlsError, TlsFiles};
 
 /// The API server's own request size limit; larger bodies get 413.
@@ -430,7 +430,9 @@ fn probes(request: &Request<Incoming>, webhook: &Webhook) -> Response<Body> {
             return method_not_allowed("GET");
         }
         "/healthz" => text_reply(200, "ok".to_string(), "ok"),
-        "/readyz" if webhook.is_ready() => text_reply(200, "ok".to_string(), "ok"),
+        "/readyz" if webhook.is_ready() => {
+            text_reply(200, ready_message(&webhook.missing_crds()), "ok")
+        }
         "/readyz" => text_reply(
             503,
             "not ready: no mutator snapshot loaded yet".to_string(),
@@ -439,6 +441,19 @@ fn probes(request: &Request<Incoming>, webhook: &Webhook) -> Response<Body> {
         path => text_reply(404, format!("no such endpoint: {path}"), "not_found"),
     };
     response(reply)
+}
+
+/// `ok`, naming the CRDs not installed: still ready, since the replica
+/// enforces the kinds that are served exactly as they are.
+fn ready_message(missing: &[MutatorCrd]) -> String {
+    if missing.is_empty() {
+        return "ok".to_string();
+    }
+    let missing: Vec<String> = missing
+        .iter()
+        .map(|crd| format!("{} ({} mutators are not enforced)", crd.name, crd.kind))
+        .collect();
+    format!("ok; not installed: {}", missing.join(", "))
 }
 
 fn method_not_allowed(allow: &'static str) -> Response<Body> {

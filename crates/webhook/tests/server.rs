@@ -14,9 +14,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine as _;
-use sartor_api::{Input, load_mutators};
+use sartor_api::{Input, MutatorKind, load_mutators};
 use sartor_engine::{Mutator, System};
 use sartor_tests::https::{self, Answer, HttpsClient, Options};
+use sartor_webhook::admission::MutatorCrd;
 use sartor_webhook::{
     Config, Fixed, Limits, Metrics, Namespaces, OnError, SelfSigned, Server, Settings, Snapshot,
     TlsFiles, Unlabelled, Webhook,
@@ -676,6 +677,68 @@ async fn readyz_turns_ready_with_the_first_snapshot() {
         ok
     );
     assert_eq!(harness.client().await.get("/readyz").await.unwrap(), ok);
+    harness.stop().await;
+}
+
+#[tokio::test]
+async fn readyz_names_the_crds_not_installed_and_stays_ready() {
+    let harness = Setup::new().start("readyz-crds").await;
+    let crd = |kind: MutatorKind, group: &'static str, installed: bool| MutatorCrd {
+        group,
+        kind,
+        name: format!("{}.{group}", kind.as_str().to_lowercase()),
+        installed,
+    };
+    harness.webhook.set_crds(vec![
+        crd(MutatorKind::Assign, "mutations.sartor.dev", true),
+        crd(MutatorKind::AssignImage, "mutations.sartor.dev", false),
+        crd(MutatorKind::ModifySet, "mutations.gatekeeper.sh", false),
+    ]);
+    let ready = |body: &str| Answer {
+        status: 200,
+        content_type: Some("text/plain; charset=utf-8".to_string()),
+        body: format!("{body}\n"),
+    };
+    let missing = ready(
+        "ok; not installed: assignimage.mutations.sartor.dev (AssignImage mutators are not enforced), \
+         modifyset.mutations.gatekeeper.sh (ModifySet mutators are not enforced)",
+    );
+    assert_eq!(
+        https::http_get(harness.metrics_addr, "/readyz")
+            .await
+            .unwrap(),
+        missing
+    );
+    assert_eq!(
+        harness.client().await.get("/readyz").await.unwrap(),
+        missing
+    );
+    for line in [
+        "sartor_mutator_crd_installed{group=\"mutations.sartor.dev\",kind=\"Assign\"} 1",
+        "sartor_mutator_crd_installed{group=\"mutations.sartor.dev\",kind=\"AssignImage\"} 0",
+        "sartor_mutator_crd_installed{group=\"mutations.gatekeeper.sh\",kind=\"ModifySet\"} 0",
+    ] {
+        harness.assert_metric(line).await;
+    }
+
+    harness.webhook.set_crds(vec![
+        crd(MutatorKind::Assign, "mutations.sartor.dev", true),
+        crd(MutatorKind::AssignImage, "mutations.sartor.dev", true),
+    ]);
+    assert_eq!(
+        https::http_get(harness.metrics_addr, "/readyz")
+            .await
+            .unwrap(),
+        ready("ok")
+    );
+    harness
+        .assert_metric(
+            "sartor_mutator_crd_installed{group=\"mutations.sartor.dev\",kind=\"AssignImage\"} 1",
+        )
+        .await;
+    // A kind no longer reported has no gauge.
+    let metrics = harness.metrics().await;
+    assert!(!metrics.contains("kind=\"ModifySet\""), "{metrics}");
     harness.stop().await;
 }
 
