@@ -1,0 +1,215 @@
+//! The real API server calls sartor: objects are stored as `sartor mutate`
+//! predicts, and broken mutators are denied with the engine's message.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::{Sartor, Suite, eventually, json, repo_path, same};
+
+/// Starts the replica the webhook configurations point at, unless running,
+/// and waits until the API server trusts it (the managed CA is injected into
+/// both webhook configurations).
+pub fn replica(suite: &mut Suite) -> Result<&Sartor, String> {
+    if suite.replica.is_none() {
+        let port = suite
+            .install
+            .as_ref()
+            .map(|i| i.webhook_port)
+            .ok_or("the install trial did not run")?;
+        let sartor = Sartor::start(suite, "replica-a", port, &[])?;
+        suite.replica = Some(sartor);
+    }
+    let plane = &suite.plane;
+    for config in [
+        "mutatingwebhookconfiguration/sartor-mutating",
+        "validatingwebhookconfiguration/sartor-validating",
+    ] {
+        eventually("caBundle injected", Duration::from_secs(30), || {
+            let bundle = plane.kubectl(&[
+                "get",
+                config,
+                "-o",
+                "jsonpath={.webhooks[0].clientConfig.caBundle}",
+            ])?;
+            if bundle.is_empty() {
+                Err(format!("{config}: no caBundle yet"))
+            } else {
+                Ok(())
+            }
+        })?;
+    }
+    suite
+        .replica
+        .as_ref()
+        .ok_or_else(|| "no replica".to_string())
+}
+
+/// Waits until every mutator of `kind` named in `names` reports itself
+/// enforced by `pod` in its status.
+pub fn wait_enforced(suite: &Suite, kind: &str, names: &[&str], pod: &str) -> Result<(), String> {
+    for name in names {
+        eventually(
+            &format!("{kind}/{name} enforced by {pod}"),
+            Duration::from_secs(30),
+            || {
+                let status = json(&suite.plane.kubectl(&["get", kind, name, "-o", "json"])?)?;
+                let entries = status["status"]["byPod"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default();
+                let entry = entries.iter().find(|e| e["id"] == pod);
+                match entry {
+                    Some(e) if e["enforced"] == true => Ok(()),
+                    other => Err(format!("{other:?}")),
+                }
+            },
+        )?;
+    }
+    Ok(())
+}
+
+/// The example mutators, as kind + names, for [`wait_enforced`].
+pub const EXAMPLE_MUTATORS: &[(&str, &[&str])] = &[
+    (
+        "assign.mutations.sartor.dev",
+        &[
+            "always-pull-pods",
+            "always-pull-deployments",
+            "log-sidecar",
+            "seccomp-runtime-default",
+        ],
+    ),
+    ("assignimage.mutations.sartor.dev", &["pin-registry"]),
+    (
+        "assignmetadata.mutations.sartor.dev",
+        &["owner-from-namespace"],
+    ),
+    ("modifyset.mutations.sartor.dev", &["no-debug-flag"]),
+];
+
+/// Server-set fields that say nothing about mutation.
+fn without_server_fields(mut object: Value) -> Value {
+    if let Some(metadata) = object["metadata"].as_object_mut() {
+        for field in [
+            "uid",
+            "resourceVersion",
+            "creationTimestamp",
+            "managedFields",
+            "generation",
+        ] {
+            metadata.remove(field);
+        }
+    }
+    if let Some(fields) = object.as_object_mut() {
+        fields.remove("status");
+    }
+    object
+}
+
+/// The examples' Pod, Deployment and Namespace, created through the API
+/// server with sartor's webhook in the way, are stored exactly as `sartor
+/// mutate` predicts from the same files, once the API server's own defaults
+/// are added to the prediction. The defaults come from the same API server:
+/// the predicted Pod and Deployment are created in a twin namespace that
+/// the webhook ignores (`admission.sartor.dev/ignore`), then moved back to
+/// `prod-shop`; the Namespace's defaults are its name label and finalizer.
+pub fn objects_are_stored_as_sartor_mutate_predicts(suite: &mut Suite) -> Result<(), String> {
+    let pod = replica(suite)?.pod.clone();
+    let plane = &suite.plane;
+    plane.kubectl(&["apply", "-f", &repo_path("examples/mutators")])?;
+    for (kind, names) in EXAMPLE_MUTATORS {
+        wait_enforced(suite, kind, names, &pod)?;
+    }
+
+    let prediction = json(&crate::sartor(&[
+        "mutate",
+        "--mutators",
+        &repo_path("examples/mutators"),
+        "--namespaces",
+        &repo_path("examples/objects/namespace.yaml"),
+        "-o",
+        "json",
+        &repo_path("examples/objects/namespace.yaml"),
+        &repo_path("examples/objects/pod.yaml"),
+        &repo_path("examples/objects/deployment.yaml"),
+    ])?)?;
+    let predicted = prediction["items"].as_array().cloned().unwrap_or_default();
+
+    let mut actual = Vec::new();
+    for file in ["namespace.yaml", "pod.yaml", "deployment.yaml"] {
+        let stored = plane.kubectl(&[
+            "create",
+            "-f",
+            &repo_path(&format!("examples/objects/{file}")),
+            "-o",
+            "json",
+        ])?;
+        actual.push(without_server_fields(json(&stored)?));
+    }
+
+    plane.kubectl_with_input(
+        &["apply", "-f", "-"],
+        Some("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: prod-shop-twin\n  labels:\n    admission.sartor.dev/ignore: twin\n"),
+    )?;
+    let mut expected = Vec::new();
+    for object in predicted {
+        if object["kind"] == "Namespace" {
+            let mut namespace = object.clone();
+            namespace["metadata"]["labels"]["kubernetes.io/metadata.name"] =
+                Value::from("prod-shop");
+            namespace["spec"] = serde_json::json!({"finalizers": ["kubernetes"]});
+            expected.push(namespace);
+            continue;
+        }
+        let mut twin = object.clone();
+        twin["metadata"]["namespace"] = Value::from("prod-shop-twin");
+        let stored = plane.kubectl_with_input(
+            &["create", "--dry-run=server", "-f", "-", "-o", "json"],
+            Some(&twin.to_string()),
+        )?;
+        let mut stored = without_server_fields(json(&stored)?);
+        stored["metadata"]["namespace"] = Value::from("prod-shop");
+        expected.push(stored);
+    }
+    if actual != expected {
+        return Err(format!(
+            "stored objects differ from the prediction\n--- stored\n{}\n--- predicted (with the API server's defaults)\n{}",
+            serde_json::to_string_pretty(&actual).unwrap_or_default(),
+            serde_json::to_string_pretty(&expected).unwrap_or_default()
+        ));
+    }
+    // The prediction is not vacuous: the mutators did change the Pod.
+    let pod_object = &actual[1];
+    same(
+        "the Pod's mutated fields",
+        (
+            pod_object["metadata"]["labels"]["owner"].as_str(),
+            pod_object["spec"]["containers"][0]["image"].as_str(),
+            pod_object["spec"]["containers"][1]["name"].as_str(),
+        ),
+        (
+            Some("prod-shop"),
+            Some("mirror.example.com/shop/checkout:2.1"),
+            Some("log-shipper"),
+        ),
+    )
+}
+
+/// A mutator whose location does not parse is denied by the validating
+/// webhook, through kubectl, with the engine's message.
+pub fn validating_webhook_denies_a_broken_mutator(suite: &mut Suite) -> Result<(), String> {
+    replica(suite)?;
+    let broken = "apiVersion: mutations.sartor.dev/v1\nkind: Assign\nmetadata:\n  name: broken-location\nspec:\n  applyTo: [{groups: [''], versions: [v1], kinds: [Pod]}]\n  location: 'spec.containers[name: *.image'\n  parameters:\n    assign: {value: Always}\n";
+    match suite
+        .plane
+        .kubectl_with_input(&["create", "-f", "-"], Some(broken))
+    {
+        Ok(out) => Err(format!("accepted: {out}")),
+        Err(error) => same(
+            "kubectl's error",
+            error.as_str(),
+            "kubectl create -f -: Error from server: error when creating \"STDIN\": admission webhook \"validation.sartor.dev\" denied the request: Assign broken-location: spec.location: invalid location \"spec.containers[name: *.image\": expected ']' at 23, found '.'\n  spec.containers[name: *.image\n                         ^",
+        ),
+    }
+}

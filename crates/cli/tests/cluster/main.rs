@@ -1,0 +1,336 @@
+//! The cluster suite: sartor against a real Kubernetes control plane.
+//!
+//! etcd, kube-apiserver, kubectl and helm are built at pinned versions by
+//! `tests/k8s/provision` (once per machine, into ~/.cache/sartor/k8s) and
+//! started on loopback by `sartor_tests::cluster`. The real `sartor` binary
+//! runs out of cluster against that API server, which calls it as a webhook:
+//! the install's Service is made an ExternalName for `localhost`, so the API
+//! server dials 127.0.0.1 and verifies the certificate against the name
+//! `sartor-webhook.sartor-system.svc`, exactly as in a cluster.
+//!
+//! The trials share one control plane and run one after another, in the order
+//! of [`TRIALS`]. Where this machine cannot build the control plane (no Go),
+//! every trial is reported as ignored and the reason printed; nothing passes.
+//!
+//! Run it alone: `cargo test -p sartor --test cluster` (add a trial name to
+//! filter; `SARTOR_KEEP_TEST_DIRS=1` keeps the logs and kubeconfig).
+
+// Test code: a panic here is a failed test, not a crash on user input.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic
+)]
+
+mod admission;
+mod crds;
+mod install;
+
+use std::io::{Read as _, Write as _};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use libtest_mimic::{Arguments, Failed, Trial};
+use sartor_tests::cluster::{ControlPlane, Guarded, Tools, Unavailable, free_port};
+use serde_json::Value;
+
+/// A trial: one behaviour, asserted exactly.
+type Test = fn(&mut Suite) -> Result<(), String>;
+
+/// Every trial, in the order they run.
+const TRIALS: &[(&str, Test)] = &[
+    (
+        "crds::apply_to_the_real_api_server",
+        crds::apply_to_the_real_api_server,
+    ),
+    (
+        "crds::cel_rules_reject_invalid_mutators",
+        crds::cel_rules_reject_invalid_mutators,
+    ),
+    (
+        "crds::kubectl_explain_shows_the_docs",
+        crds::kubectl_explain_shows_the_docs,
+    ),
+    (
+        "install::kustomize_client_side_then_server_side",
+        install::kustomize_client_side_then_server_side,
+    ),
+    (
+        "install::examples_apply_with_only_sartors_crds",
+        install::examples_apply_with_only_sartors_crds,
+    ),
+    (
+        "admission::objects_are_stored_as_sartor_mutate_predicts",
+        admission::objects_are_stored_as_sartor_mutate_predicts,
+    ),
+    (
+        "admission::validating_webhook_denies_a_broken_mutator",
+        admission::validating_webhook_denies_a_broken_mutator,
+    ),
+];
+
+/// What the trials share: the control plane and what earlier trials set up.
+pub struct Suite {
+    /// The running control plane.
+    pub plane: ControlPlane,
+    /// The install (manifests/ with the local overlay), once applied.
+    pub install: Option<Install>,
+    /// The sartor replica the webhook configurations point at, once started.
+    pub replica: Option<Sartor>,
+}
+
+/// The install as applied: where the webhook is served.
+pub struct Install {
+    /// The port the webhook configurations send to (on localhost).
+    pub webhook_port: u16,
+    /// The overlay directory (`kubectl apply -k` it again to restore).
+    pub overlay: PathBuf,
+}
+
+fn main() -> ExitCode {
+    let mut args = Arguments::from_args();
+    // One control plane, cluster-scoped webhook configurations: one at a time.
+    args.test_threads = Some(1);
+    let tools = Tools::provision();
+    match &tools {
+        Ok(tools) => eprintln!(
+            "cluster suite: {} | {} | {} | {}",
+            tools.version("kube-apiserver", &["--version"]),
+            tools.version("etcd", &["--version"]),
+            tools.version("kubectl", &["version", "--client"]),
+            tools.version("helm", &["version", "--short"]),
+        ),
+        Err(Unavailable::Skip(reason)) => {
+            eprintln!("cluster suite SKIPPED (every trial ignored): {reason}");
+        }
+        Err(Unavailable::Broken(reason)) => eprintln!("cluster suite cannot run: {reason}"),
+    }
+    let shared: Arc<Mutex<Option<Result<Suite, String>>>> = Arc::new(Mutex::new(None));
+    let trials = TRIALS
+        .iter()
+        .map(|&(name, test)| {
+            let trial = match &tools {
+                Ok(tools) => {
+                    let (tools, shared) = (tools.clone(), Arc::clone(&shared));
+                    Trial::test(name, move || run(&tools, &shared, test))
+                }
+                Err(Unavailable::Skip(reason)) => {
+                    let reason = reason.clone();
+                    Trial::test(name, move || Err(Failed::from(reason.clone())))
+                        .with_ignored_flag(true)
+                }
+                Err(Unavailable::Broken(reason)) => {
+                    let reason = reason.clone();
+                    Trial::test(name, move || Err(Failed::from(reason.clone())))
+                }
+            };
+            trial.with_kind("cluster")
+        })
+        .collect();
+    let conclusion = libtest_mimic::run(&args, trials);
+    // exit() skips destructors: stop sartor and the control plane first.
+    let suite = shared.lock().unwrap_or_else(|e| e.into_inner()).take();
+    drop(suite);
+    conclusion.exit_code()
+}
+
+/// Runs one trial on the shared suite, starting the control plane first if
+/// no trial has yet.
+fn run(
+    tools: &Tools,
+    shared: &Mutex<Option<Result<Suite, String>>>,
+    test: Test,
+) -> Result<(), Failed> {
+    let mut guard = shared.lock().unwrap_or_else(|e| e.into_inner());
+    let suite = guard.get_or_insert_with(|| {
+        ControlPlane::start(tools).map(|plane| Suite {
+            plane,
+            install: None,
+            replica: None,
+        })
+    });
+    match suite {
+        Ok(suite) => test(suite).map_err(Failed::from),
+        Err(error) => Err(Failed::from(format!(
+            "the control plane did not start: {error}"
+        ))),
+    }
+}
+
+// === helpers shared by the trials ===
+
+/// The repository root.
+pub fn repo() -> PathBuf {
+    sartor_tests::workspace_root()
+}
+
+/// A path in the repository, as a string for command lines.
+pub fn repo_path(relative: &str) -> String {
+    repo().join(relative).display().to_string()
+}
+
+/// Polls `check` every 200 ms until it returns `Ok`, or fails with its last
+/// error after `limit`.
+pub fn eventually<T>(
+    what: &str,
+    limit: Duration,
+    mut check: impl FnMut() -> Result<T, String>,
+) -> Result<T, String> {
+    let start = Instant::now();
+    loop {
+        match check() {
+            Ok(value) => return Ok(value),
+            Err(error) if start.elapsed() > limit => {
+                return Err(format!("{what}: not after {limit:?}: {error}"));
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(200)),
+        }
+    }
+}
+
+/// Compares two values and says where they differ.
+pub fn same<T: PartialEq + std::fmt::Debug>(
+    what: &str,
+    actual: T,
+    expected: T,
+) -> Result<(), String> {
+    if actual == expected {
+        Ok(())
+    } else {
+        Err(format!(
+            "{what}:\n  actual:   {actual:?}\n  expected: {expected:?}"
+        ))
+    }
+}
+
+/// Parses kubectl's `-o json` output.
+pub fn json(text: &str) -> Result<Value, String> {
+    serde_json::from_str(text).map_err(|e| format!("not JSON ({e}): {text}"))
+}
+
+/// A plain-HTTP GET on loopback: (status code, body).
+pub fn http_get(addr: SocketAddr, path: &str) -> Result<(u16, String), String> {
+    let mut stream =
+        TcpStream::connect_timeout(&addr, Duration::from_secs(2)).map_err(|e| e.to_string())?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .map_err(|e| e.to_string())?;
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").map_err(|e| e.to_string())?;
+    let mut response = String::new();
+    stream
+        .read_to_string(&mut response)
+        .map_err(|e| e.to_string())?;
+    let code = response
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .ok_or_else(|| format!("no status line: {response:?}"))?;
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, body)| body.to_string())
+        .unwrap_or_default();
+    Ok((code, body))
+}
+
+/// The `sartor` binary under test.
+pub fn sartor_bin() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_sartor"))
+}
+
+/// Runs `sartor args...` to completion: stdout, or the error with stderr.
+pub fn sartor(args: &[&str]) -> Result<String, String> {
+    sartor_tests::cluster::run(std::process::Command::new(sartor_bin()).args(args), None)
+        .map_err(|e| format!("sartor {}: {e}", args.join(" ")))
+}
+
+/// A `sartor serve` replica running out of cluster against the control plane.
+pub struct Sartor {
+    /// Its pod name (its status.byPod id).
+    pub pod: String,
+    /// Where it serves admission (TLS).
+    pub addr: SocketAddr,
+    /// Where it serves /metrics, /healthz, /readyz.
+    pub metrics: SocketAddr,
+    process: Guarded,
+}
+
+impl Sartor {
+    /// Starts `sartor serve` in cluster mode as `pod`, authenticated with the
+    /// `sartor` service account's token (so manifests/rbac.yaml is what it
+    /// may do), on `port`, with `extra` flags; waits until `/readyz` is 200.
+    pub fn start(suite: &Suite, pod: &str, port: u16, extra: &[&str]) -> Result<Sartor, String> {
+        let plane = &suite.plane;
+        let token = plane.kubectl(&[
+            "create",
+            "token",
+            "sartor",
+            "-n",
+            "sartor-system",
+            "--duration=1h",
+        ])?;
+        let kubeconfig = plane.token_kubeconfig(&format!("sartor-{pod}"), token.trim())?;
+        let metrics = SocketAddr::from(([127, 0, 0, 1], free_port()?));
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        let cert_dir = plane.dir().join(format!("certs-{pod}"));
+        let mut args: Vec<String> = [
+            "serve",
+            "--addr",
+            &addr.to_string(),
+            "--metrics-addr",
+            &metrics.to_string(),
+            "--cert-dir",
+            &cert_dir.display().to_string(),
+            "--cert-check-interval",
+            "1",
+        ]
+        .iter()
+        .map(|s| (*s).to_string())
+        .collect();
+        args.extend(extra.iter().map(|s| (*s).to_string()));
+        let mut process = Guarded::spawn(
+            &format!("sartor {pod}"),
+            sartor_bin(),
+            &args,
+            &[
+                ("KUBECONFIG", kubeconfig.display().to_string()),
+                ("POD_NAME", pod.to_string()),
+                ("POD_NAMESPACE", "sartor-system".to_string()),
+                ("RUST_LOG", "info".to_string()),
+            ],
+            &plane.dir().join(format!("sartor-{pod}.log")),
+        )?;
+        let ready = eventually("sartor /readyz", Duration::from_secs(30), || {
+            if !process.is_running() {
+                return Ok(Err(format!("sartor exited:\n{}", process.log_tail(20))));
+            }
+            match http_get(metrics, "/readyz") {
+                Ok((200, _)) => Ok(Ok(())),
+                other => Err(format!("{other:?}")),
+            }
+        });
+        match ready {
+            Ok(Ok(())) => Ok(Sartor {
+                pod: pod.to_string(),
+                addr,
+                metrics,
+                process,
+            }),
+            Ok(Err(error)) => Err(error),
+            Err(error) => Err(format!("{error}\n{}", process.log_tail(20))),
+        }
+    }
+
+    /// Its log so far.
+    pub fn log(&self) -> String {
+        self.process.log()
+    }
+
+    /// Stops it with SIGTERM and waits until it has exited.
+    pub fn stop(mut self) {
+        self.process.stop();
+    }
+}
