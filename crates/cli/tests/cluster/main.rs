@@ -26,6 +26,7 @@
 mod admission;
 mod crds;
 mod install;
+mod lifecycle;
 
 use std::io::{Read as _, Write as _};
 use std::net::{SocketAddr, TcpStream};
@@ -41,36 +42,26 @@ use serde_json::Value;
 /// A trial: one behaviour, asserted exactly.
 type Test = fn(&mut Suite) -> Result<(), String>;
 
+/// `(name, function)` pairs named by their path.
+macro_rules! trials {
+    ($($module:ident :: $test:ident),* $(,)?) => {
+        &[$((concat!(stringify!($module), "::", stringify!($test)), $module::$test)),*]
+    };
+}
+
 /// Every trial, in the order they run.
-const TRIALS: &[(&str, Test)] = &[
-    (
-        "crds::apply_to_the_real_api_server",
-        crds::apply_to_the_real_api_server,
-    ),
-    (
-        "crds::cel_rules_reject_invalid_mutators",
-        crds::cel_rules_reject_invalid_mutators,
-    ),
-    (
-        "crds::kubectl_explain_shows_the_docs",
-        crds::kubectl_explain_shows_the_docs,
-    ),
-    (
-        "install::kustomize_client_side_then_server_side",
-        install::kustomize_client_side_then_server_side,
-    ),
-    (
-        "install::examples_apply_with_only_sartors_crds",
-        install::examples_apply_with_only_sartors_crds,
-    ),
-    (
-        "admission::objects_are_stored_as_sartor_mutate_predicts",
-        admission::objects_are_stored_as_sartor_mutate_predicts,
-    ),
-    (
-        "admission::validating_webhook_denies_a_broken_mutator",
-        admission::validating_webhook_denies_a_broken_mutator,
-    ),
+const TRIALS: &[(&str, Test)] = trials![
+    crds::apply_to_the_real_api_server,
+    crds::cel_rules_reject_invalid_mutators,
+    crds::kubectl_explain_shows_the_docs,
+    install::kustomize_client_side_then_server_side,
+    install::examples_apply_with_only_sartors_crds,
+    admission::objects_are_stored_as_sartor_mutate_predicts,
+    admission::validating_webhook_denies_a_broken_mutator,
+    lifecycle::two_replicas_each_own_their_status_entry,
+    lifecycle::managed_certificates_are_created_injected_and_replaced,
+    lifecycle::sartor_is_reinvoked_after_another_webhook,
+    lifecycle::the_documented_off_switch_turns_mutation_off,
 ];
 
 /// What the trials share: the control plane and what earlier trials set up.
