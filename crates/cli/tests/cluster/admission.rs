@@ -12,11 +12,7 @@ use crate::{Sartor, Suite, eventually, json, repo_path, same};
 /// both webhook configurations).
 pub fn replica(suite: &mut Suite) -> Result<&Sartor, String> {
     if suite.replica.is_none() {
-        let port = suite
-            .install
-            .as_ref()
-            .map(|i| i.webhook_port)
-            .ok_or("the install trial did not run")?;
+        let port = crate::install::ensure(suite)?.webhook_port;
         let sartor = Sartor::start(suite, "replica-a", port, &[])?;
         suite.replica = Some(sartor);
     }
@@ -88,6 +84,18 @@ pub const EXAMPLE_MUTATORS: &[(&str, &[&str])] = &[
     ("modifyset.mutations.sartor.dev", &["no-debug-flag"]),
 ];
 
+/// The replica running, with examples/mutators applied and in force.
+pub fn examples_enforced(suite: &mut Suite) -> Result<(), String> {
+    let pod = replica(suite)?.pod.clone();
+    suite
+        .plane
+        .kubectl(&["apply", "-f", &repo_path("examples/mutators")])?;
+    for (kind, names) in EXAMPLE_MUTATORS {
+        wait_enforced(suite, kind, names, &pod)?;
+    }
+    Ok(())
+}
+
 /// Server-set fields that say nothing about mutation.
 fn without_server_fields(mut object: Value) -> Value {
     if let Some(metadata) = object["metadata"].as_object_mut() {
@@ -115,12 +123,8 @@ fn without_server_fields(mut object: Value) -> Value {
 /// the webhook ignores (`admission.sartor.dev/ignore`), then moved back to
 /// `prod-shop`; the Namespace's defaults are its name label and finalizer.
 pub fn objects_are_stored_as_sartor_mutate_predicts(suite: &mut Suite) -> Result<(), String> {
-    let pod = replica(suite)?.pod.clone();
+    examples_enforced(suite)?;
     let plane = &suite.plane;
-    plane.kubectl(&["apply", "-f", &repo_path("examples/mutators")])?;
-    for (kind, names) in EXAMPLE_MUTATORS {
-        wait_enforced(suite, kind, names, &pod)?;
-    }
 
     let prediction = json(&crate::sartor(&[
         "mutate",

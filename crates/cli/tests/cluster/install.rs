@@ -57,6 +57,33 @@ fn indent(text: &str, by: usize) -> String {
         .collect()
 }
 
+/// The install, applied (server-side) unless an earlier trial did: for
+/// trials run alone (`cargo test -p sartor --test cluster NAME`).
+pub fn ensure(suite: &mut Suite) -> Result<&Install, String> {
+    if suite.install.is_none() {
+        let port = free_port()?;
+        let dir = overlay(suite, port)?;
+        suite
+            .plane
+            .kubectl(&["apply", "--server-side", "-k", &dir.display().to_string()])?;
+        suite.plane.kubectl(&[
+            "wait",
+            "--for=condition=Established",
+            "--timeout=30s",
+            "crd",
+            "--all",
+        ])?;
+        suite.install = Some(Install {
+            webhook_port: port,
+            overlay: dir,
+        });
+    }
+    suite
+        .install
+        .as_ref()
+        .ok_or_else(|| "no install".to_string())
+}
+
 /// `kubectl apply -k` of the install, client-side, then again server-side
 /// over it (what an admin moving to server-side apply does): both succeed,
 /// and the objects are there with what manifests/ says.

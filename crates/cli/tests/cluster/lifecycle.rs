@@ -7,7 +7,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use sartor_tests::cluster::free_port;
 
-use crate::admission::{replica, wait_enforced};
+use crate::admission::{examples_enforced, replica, wait_enforced};
 use crate::{Sartor, Suite, eventually, json, same};
 
 /// A Pod the example mutators change (pull policy, registry), created with a
@@ -61,7 +61,7 @@ fn probe_until(
 /// under their own field manager); `kubectl get` shows the printer columns;
 /// a replica stopped with SIGTERM withdraws its entry and leaves the other.
 pub fn two_replicas_each_own_their_status_entry(suite: &mut Suite) -> Result<(), String> {
-    replica(suite)?;
+    examples_enforced(suite)?;
     let second = Sartor::start(suite, "replica-b", free_port()?, &[])?;
     let plane = &suite.plane;
     wait_enforced(
@@ -180,7 +180,7 @@ fn secret_ca(suite: &Suite) -> Result<String, String> {
 pub fn managed_certificates_are_created_injected_and_replaced(
     suite: &mut Suite,
 ) -> Result<(), String> {
-    replica(suite)?;
+    examples_enforced(suite)?;
     let secret = json(&suite.plane.kubectl(&[
         "-n",
         "sartor-system",
@@ -240,7 +240,7 @@ pub fn managed_certificates_are_created_injected_and_replaced(
 /// the rules (the other documented variant) stops it too; with sartor
 /// stopped and failurePolicy Ignore, objects are admitted unmutated.
 pub fn the_documented_off_switch_turns_mutation_off(suite: &mut Suite) -> Result<(), String> {
-    replica(suite)?;
+    examples_enforced(suite)?;
     let overlay = suite
         .install
         .as_ref()
@@ -300,7 +300,7 @@ pub fn the_documented_off_switch_turns_mutation_off(suite: &mut Suite) -> Result
 /// server calls sartor again (reinvocationPolicy IfNeeded) and sartor's
 /// mutators reach the injected container too.
 pub fn sartor_is_reinvoked_after_another_webhook(suite: &mut Suite) -> Result<(), String> {
-    replica(suite)?;
+    examples_enforced(suite)?;
     let plane = &suite.plane;
     let dir = plane.dir().join("injector");
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;

@@ -24,6 +24,7 @@
 )]
 
 mod admission;
+mod compat;
 mod crds;
 mod install;
 mod lifecycle;
@@ -62,6 +63,8 @@ const TRIALS: &[(&str, Test)] = trials![
     lifecycle::managed_certificates_are_created_injected_and_replaced,
     lifecycle::sartor_is_reinvoked_after_another_webhook,
     lifecycle::the_documented_off_switch_turns_mutation_off,
+    compat::gatekeeper_mutators_are_enforced_with_gatekeeper_compat,
+    compat::a_missing_crd_is_named_and_the_other_kinds_served,
 ];
 
 /// What the trials share: the control plane and what earlier trials set up.
