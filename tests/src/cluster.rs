@@ -335,6 +335,29 @@ impl Pki {
     }
 }
 
+/// A serving certificate and key (PEM) for `names`, signed by the CA whose
+/// certificate and key are given (PEM), valid from an hour ago for `valid`.
+///
+/// # Errors
+/// rcgen's (a CA that does not parse, say).
+pub fn issue_serving(
+    ca_cert: &str,
+    ca_key: &str,
+    names: &[&str],
+    valid: Duration,
+) -> Result<(String, String), rcgen::Error> {
+    let issuer = rcgen::Issuer::from_ca_cert_pem(ca_cert, KeyPair::from_pem(ca_key)?)?;
+    let names: Vec<String> = names.iter().map(|n| (*n).to_string()).collect();
+    let mut params = CertificateParams::new(names)?;
+    let now = std::time::SystemTime::now();
+    params.not_before = (now - Duration::from_secs(3600)).into();
+    params.not_after = (now + valid).into();
+    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+    let key = KeyPair::generate()?;
+    let cert = params.signed_by(&key, &issuer)?;
+    Ok((cert.pem(), key.serialize_pem()))
+}
+
 /// A running etcd + kube-apiserver. Dropping it stops both and removes its
 /// directory.
 #[derive(Debug)]

@@ -61,6 +61,7 @@ const TRIALS: &[(&str, Test)] = trials![
     admission::validating_webhook_denies_a_broken_mutator,
     lifecycle::two_replicas_each_own_their_status_entry,
     lifecycle::managed_certificates_are_created_injected_and_replaced,
+    lifecycle::a_certificate_near_expiry_is_rotated_under_the_same_ca,
     lifecycle::sartor_is_reinvoked_after_another_webhook,
     lifecycle::the_documented_off_switch_turns_mutation_off,
     compat::gatekeeper_mutators_are_enforced_with_gatekeeper_compat,
