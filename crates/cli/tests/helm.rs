@@ -24,12 +24,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};
-use std::sync::{Arc, Mutex};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
-use libtest_mimic::{Arguments, Failed, Trial};
-use sartor_tests::cluster::{ControlPlane, TempDir, Tools, Unavailable, run};
+use sartor_tests::cluster::{ControlPlane, TempDir, Tools, run};
+use sartor_tests::suite::{Check, Needs};
 use serde::Deserialize as _;
 use serde_json::{Value, json};
 
@@ -53,97 +52,37 @@ const CRDS: [&str; 4] = [
     "modifyset.mutations.sartor.dev",
 ];
 
-/// What a trial needs.
-#[derive(Clone, Copy)]
-enum Test {
-    /// Only the repository's files.
-    Files(fn() -> Result<(), String>),
-    /// The pinned helm and kubectl, no cluster.
-    Tools(fn(&Tools) -> Result<(), String>),
-    /// The shared control plane.
-    Cluster(fn(&ControlPlane) -> Result<(), String>),
-}
-
 /// Every trial, in the order they run.
-const TRIALS: &[(&str, Test)] = &[
+const TRIALS: &[Check<ControlPlane>] = &[
     (
         "chart_crds_are_the_generated_crds",
-        Test::Files(chart_crds_are_the_generated_crds),
+        Needs::Files(chart_crds_are_the_generated_crds),
     ),
     (
         "chart_readme_documents_every_value",
-        Test::Files(chart_readme_documents_every_value),
+        Needs::Files(chart_readme_documents_every_value),
     ),
     (
         "chart_renders_like_the_kustomize_install",
-        Test::Tools(chart_renders_like_the_kustomize_install),
+        Needs::Tools(chart_renders_like_the_kustomize_install),
     ),
-    ("helm_lint_is_clean", Test::Tools(helm_lint_is_clean)),
+    ("helm_lint_is_clean", Needs::Tools(helm_lint_is_clean)),
     (
         "cert_manager_values_render",
-        Test::Tools(cert_manager_values_render),
+        Needs::Tools(cert_manager_values_render),
     ),
     (
         "release_name_and_namespace_reach_every_reference",
-        Test::Tools(release_name_and_namespace_reach_every_reference),
+        Needs::Tools(release_name_and_namespace_reach_every_reference),
     ),
     (
         "helm_install_creates_the_install",
-        Test::Cluster(helm_install_creates_the_install),
+        Needs::Cluster(helm_install_creates_the_install),
     ),
 ];
 
-type Shared = Arc<Mutex<Option<Result<ControlPlane, String>>>>;
-
 fn main() -> ExitCode {
-    let mut args = Arguments::from_args();
-    // One control plane, cluster-scoped objects: one trial at a time.
-    args.test_threads = Some(1);
-    let tools = Tools::provision();
-    match &tools {
-        Ok(tools) => eprintln!(
-            "helm suite: {} | {} | {}",
-            tools.version("helm", &["version", "--short"]),
-            tools.version("kubectl", &["version", "--client"]),
-            tools.version("kube-apiserver", &["--version"]),
-        ),
-        Err(Unavailable::Skip(reason)) => eprintln!("helm suite SKIPPED: {reason}"),
-        Err(Unavailable::Broken(reason)) => eprintln!("helm suite cannot run: {reason}"),
-    }
-    let shared = Shared::default();
-    let trials = TRIALS
-        .iter()
-        .map(|&(name, test)| {
-            let (tools, shared) = (tools.clone(), Arc::clone(&shared));
-            let ignored =
-                !matches!(test, Test::Files(_)) && matches!(tools, Err(Unavailable::Skip(_)));
-            Trial::test(name, move || {
-                trial(test, &tools, &shared).map_err(Failed::from)
-            })
-            .with_ignored_flag(ignored)
-        })
-        .collect();
-    let conclusion = libtest_mimic::run(&args, trials);
-    // exit() skips destructors: stop the control plane first.
-    let plane = shared.lock().unwrap_or_else(|e| e.into_inner()).take();
-    drop(plane);
-    conclusion.exit_code()
-}
-
-/// Runs one trial, starting the shared control plane if it needs one.
-fn trial(test: Test, tools: &Result<Tools, Unavailable>, shared: &Shared) -> Result<(), String> {
-    match (test, tools) {
-        (Test::Files(check), _) => check(),
-        (_, Err(unavailable)) => Err(unavailable.to_string()),
-        (Test::Tools(check), Ok(tools)) => check(tools),
-        (Test::Cluster(check), Ok(tools)) => {
-            let mut plane = shared.lock().unwrap_or_else(|e| e.into_inner());
-            match plane.get_or_insert_with(|| ControlPlane::start(tools)) {
-                Ok(plane) => check(plane),
-                Err(error) => Err(format!("the control plane did not start: {error}")),
-            }
-        }
-    }
+    sartor_tests::suite::main("helm", TRIALS, ControlPlane::start)
 }
 
 // === the trials ===
@@ -463,7 +402,7 @@ fn release_name_and_namespace_reach_every_reference(tools: &Tools) -> Result<(),
 /// - with failurePolicy Fail and no replica, an upgrade is refused until the
 ///   emergency off switch is used, and the next upgrade undoes the switch;
 /// - the uninstall removes everything but the CRDs.
-fn helm_install_creates_the_install(plane: &ControlPlane) -> Result<(), String> {
+fn helm_install_creates_the_install(plane: &mut ControlPlane) -> Result<(), String> {
     let helm = |args: &[&str]| {
         run(plane.helm_command().current_dir(repo()).args(args), None)
             .map_err(|e| format!("helm {}: {e}", args.join(" ")))

@@ -9,8 +9,11 @@
 //! `sartor-webhook.sartor-system.svc`, exactly as in a cluster.
 //!
 //! The trials share one control plane and run one after another, in the order
-//! of [`TRIALS`]. Where this machine cannot build the control plane (no Go),
-//! every trial is reported as ignored and the reason printed; nothing passes.
+//! of [`TRIALS`] (`sartor_tests::suite`). Where this machine cannot build the
+//! control plane (no Go), every trial is reported as ignored and the reason
+//! printed; nothing passes. Each trial sets up what it needs that earlier
+//! trials would have (the install, a replica, the examples), so any one runs
+//! alone.
 //!
 //! Run it alone: `cargo test -p sartor --test cluster` (add a trial name to
 //! filter; `SARTOR_KEEP_TEST_DIRS=1` keeps the logs and kubeconfig).
@@ -33,25 +36,24 @@ use std::io::{Read as _, Write as _};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use libtest_mimic::{Arguments, Failed, Trial};
-use sartor_tests::cluster::{ControlPlane, Guarded, Tools, Unavailable, free_port};
+use sartor_tests::cluster::{ControlPlane, Guarded, free_port};
+use sartor_tests::suite::{Check, Needs};
 use serde_json::Value;
-
-/// A trial: one behaviour, asserted exactly.
-type Test = fn(&mut Suite) -> Result<(), String>;
 
 /// `(name, function)` pairs named by their path.
 macro_rules! trials {
     ($($module:ident :: $test:ident),* $(,)?) => {
-        &[$((concat!(stringify!($module), "::", stringify!($test)), $module::$test)),*]
+        &[$((
+            concat!(stringify!($module), "::", stringify!($test)),
+            Needs::Cluster($module::$test),
+        )),*]
     };
 }
 
 /// Every trial, in the order they run.
-const TRIALS: &[(&str, Test)] = trials![
+const TRIALS: &[Check<Suite>] = trials![
     crds::apply_to_the_real_api_server,
     crds::cel_rules_reject_invalid_mutators,
     crds::kubectl_explain_shows_the_docs,
@@ -87,73 +89,13 @@ pub struct Install {
 }
 
 fn main() -> ExitCode {
-    let mut args = Arguments::from_args();
-    // One control plane, cluster-scoped webhook configurations: one at a time.
-    args.test_threads = Some(1);
-    let tools = Tools::provision();
-    match &tools {
-        Ok(tools) => eprintln!(
-            "cluster suite: {} | {} | {} | {}",
-            tools.version("kube-apiserver", &["--version"]),
-            tools.version("etcd", &["--version"]),
-            tools.version("kubectl", &["version", "--client"]),
-            tools.version("helm", &["version", "--short"]),
-        ),
-        Err(Unavailable::Skip(reason)) => {
-            eprintln!("cluster suite SKIPPED (every trial ignored): {reason}");
-        }
-        Err(Unavailable::Broken(reason)) => eprintln!("cluster suite cannot run: {reason}"),
-    }
-    let shared: Arc<Mutex<Option<Result<Suite, String>>>> = Arc::new(Mutex::new(None));
-    let trials = TRIALS
-        .iter()
-        .map(|&(name, test)| {
-            let trial = match &tools {
-                Ok(tools) => {
-                    let (tools, shared) = (tools.clone(), Arc::clone(&shared));
-                    Trial::test(name, move || run(&tools, &shared, test))
-                }
-                Err(Unavailable::Skip(reason)) => {
-                    let reason = reason.clone();
-                    Trial::test(name, move || Err(Failed::from(reason.clone())))
-                        .with_ignored_flag(true)
-                }
-                Err(Unavailable::Broken(reason)) => {
-                    let reason = reason.clone();
-                    Trial::test(name, move || Err(Failed::from(reason.clone())))
-                }
-            };
-            trial.with_kind("cluster")
-        })
-        .collect();
-    let conclusion = libtest_mimic::run(&args, trials);
-    // exit() skips destructors: stop sartor and the control plane first.
-    let suite = shared.lock().unwrap_or_else(|e| e.into_inner()).take();
-    drop(suite);
-    conclusion.exit_code()
-}
-
-/// Runs one trial on the shared suite, starting the control plane first if
-/// no trial has yet.
-fn run(
-    tools: &Tools,
-    shared: &Mutex<Option<Result<Suite, String>>>,
-    test: Test,
-) -> Result<(), Failed> {
-    let mut guard = shared.lock().unwrap_or_else(|e| e.into_inner());
-    let suite = guard.get_or_insert_with(|| {
+    sartor_tests::suite::main("cluster", TRIALS, |tools| {
         ControlPlane::start(tools).map(|plane| Suite {
             plane,
             install: None,
             replica: None,
         })
-    });
-    match suite {
-        Ok(suite) => test(suite).map_err(Failed::from),
-        Err(error) => Err(Failed::from(format!(
-            "the control plane did not start: {error}"
-        ))),
-    }
+    })
 }
 
 // === helpers shared by the trials ===
