@@ -479,3 +479,34 @@ FAIL t/a.sartor-test.yaml: error expected but none
         "{stderr}"
     );
 }
+
+#[test]
+fn the_gatekeeper_examples_mutate_exactly_as_their_sartor_twins() {
+    let root = repo_root();
+    let mutate = |mutators: &[&str]| {
+        let mut args = vec!["mutate"];
+        for m in mutators {
+            args.extend(["--mutators", m]);
+        }
+        args.extend(["--namespaces", "examples/objects/namespace.yaml"]);
+        args.push("examples/objects/pod.yaml");
+        sartor(&root, &args, "")
+    };
+    let gatekeeper = mutate(&["examples/gatekeeper"]);
+    let sartor_twins = mutate(&[
+        "examples/mutators/owner-label.yaml",
+        "examples/mutators/always-pull.yaml",
+    ]);
+    assert_eq!((gatekeeper.0, gatekeeper.2.as_str()), (0, ""));
+    assert_eq!(gatekeeper, sartor_twins);
+    assert!(
+        gatekeeper.1.contains("imagePullPolicy: Always"),
+        "{}",
+        gatekeeper.1
+    );
+    assert!(
+        gatekeeper.1.contains("owner: prod-shop"),
+        "{}",
+        gatekeeper.1
+    );
+}
