@@ -1,6 +1,6 @@
 //! `sartor serve` as a user runs it: the real binary, a self-signed
 //! certificate, real TLS on 127.0.0.1, and a mutator directory edited while
-//! it serves.
+//! it serves. Cluster mode against a real API server is in `tests/cluster/`.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -17,7 +17,6 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
-use sartor_tests::apiserver::ApiServer;
 use sartor_tests::https;
 use serde_json::{Value, json};
 
@@ -61,28 +60,20 @@ struct Served {
     addr: SocketAddr,
     metrics_addr: SocketAddr,
     ca_pem: String,
-    /// The name its certificate carries (`localhost` unless set).
-    server_name: Option<String>,
 }
 
 impl Served {
-    /// File mode: `DIR/mutators`, a self-signed certificate in `DIR/certs`.
+    /// `sartor serve` in file mode on `DIR/mutators`, with a self-signed
+    /// certificate in `DIR/certs`, on ports of its choosing, logging JSON.
     fn start(dir: &Path) -> Served {
-        let mutators = dir.join("mutators").to_string_lossy().into_owned();
-        Served::spawn(dir, &["--mutators", &mutators, "--self-signed"], &[])
-    }
-
-    /// `sartor serve ARGS` with its certificate in `DIR/certs`, on ports of
-    /// its choosing, logging JSON.
-    fn spawn(dir: &Path, args: &[&str], envs: &[(&str, &Path)]) -> Served {
         let mut child = Command::new(env!("CARGO_BIN_EXE_sartor"))
             .arg("serve")
-            .args(args)
+            .args(["--mutators", &dir.join("mutators").to_string_lossy()])
+            .arg("--self-signed")
             .args(["--cert-dir", &dir.join("certs").to_string_lossy()])
             .args(["--addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0"])
             .args(["--log-format", "json", "--poll-interval-ms", "50"])
             .env("RUST_LOG", "info")
-            .envs(envs.iter().map(|(k, v)| (*k, v.as_os_str())))
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
@@ -104,7 +95,6 @@ impl Served {
             addr: "127.0.0.1:0".parse().unwrap(),
             metrics_addr: "127.0.0.1:0".parse().unwrap(),
             ca_pem: String::new(),
-            server_name: None,
         };
         let listening = served.wait_for_log("listening");
         served.addr = listening["addr"].as_str().unwrap().parse().unwrap();
@@ -145,7 +135,6 @@ impl Served {
         });
         let options = https::Options {
             ca_pem: self.ca_pem.clone(),
-            server_name: self.server_name.clone(),
             ..https::Options::default()
         };
         let mut client = https::connect_with(self.addr, &options).await.unwrap();
@@ -301,100 +290,6 @@ fn serve_names_a_missing_certificate_file() {
         String::from_utf8_lossy(&output.stderr),
         "error: reading /nonexistent/tls.crt: No such file or directory (os error 2)\n"
     );
-}
-
-fn object(yaml: &str) -> Value {
-    serde_yaml::from_str(yaml).unwrap()
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn serve_in_cluster_mode_watches_mutators_writes_status_and_manages_its_certificate() {
-    let api = ApiServer::start().await;
-    for (kind, name, path) in [
-        (
-            "MutatingWebhookConfiguration",
-            "sartor-mutating",
-            "/v1/mutate",
-        ),
-        (
-            "ValidatingWebhookConfiguration",
-            "sartor-validating",
-            "/v1/validate",
-        ),
-    ] {
-        api.put(json!({
-            "apiVersion": "admissionregistration.k8s.io/v1", "kind": kind, "metadata": {"name": name},
-            "webhooks": [{"name": "sartor.dev", "sideEffects": "None", "admissionReviewVersions": ["v1"],
-                          "clientConfig": {"service": {"namespace": "sartor-system", "name": "sartor-webhook", "path": path}}}],
-        }));
-    }
-    let always_pull = api.put(object(ALWAYS_PULL));
-    let dir = temp_dir("cluster");
-    let kubeconfig = dir.join("kubeconfig");
-    api.write_kubeconfig(&kubeconfig, "default");
-    let mut served = Served::spawn(
-        &dir,
-        &["--pod-name", "pod-a"],
-        &[("KUBECONFIG", &kubeconfig)],
-    );
-    served.server_name = Some("sartor-webhook.sartor-system.svc".to_string());
-    let loaded = served.wait_for_log("mutators loaded");
-    assert_eq!(loaded["mutators"], 1);
-    let ready = https::http_get(served.metrics_addr, "/readyz")
-        .await
-        .unwrap();
-    assert_eq!((ready.status, ready.body.as_str()), (200, "ok\n"));
-    assert_eq!(served.patch().await, always_pull_patch());
-
-    // The CA it serves with is the one it injected for the API server.
-    let config = api
-        .get(
-            "admissionregistration.k8s.io/v1",
-            "MutatingWebhookConfiguration",
-            None,
-            "sartor-mutating",
-        )
-        .unwrap();
-    let bundle = config["webhooks"][0]["clientConfig"]["caBundle"]
-        .as_str()
-        .unwrap();
-    assert_eq!(
-        base64::engine::general_purpose::STANDARD
-            .decode(bundle)
-            .unwrap(),
-        served.ca_pem.as_bytes()
-    );
-
-    // Its status entry, written with its own field manager.
-    let entry = json!([{
-        "id": "pod-a", "observedGeneration": 1, "mutatorUID": always_pull["metadata"]["uid"],
-        "operations": ["CREATE", "UPDATE"], "enforced": true,
-    }]);
-    let status = api
-        .wait_for_call(
-            |c| c.path == "/apis/mutations.sartor.dev/v1/assign/always-pull/status",
-            Duration::from_secs(10),
-        )
-        .await
-        .unwrap();
-    assert_eq!(
-        status.query.get("fieldManager").map(String::as_str),
-        Some("sartor/pod-a")
-    );
-    assert_eq!(status.body.unwrap()["status"]["byPod"], entry);
-
-    // A mutator created through the API reaches the next request.
-    api.put(object(SECCOMP));
-    let loaded = served.wait_for_log("mutators loaded");
-    assert_eq!(loaded["mutators"], 2);
-    assert_eq!(served.patch().await, both_patch());
-    served.terminate();
-    // Its entries left with it.
-    let stored = api
-        .get("mutations.sartor.dev/v1", "Assign", None, "always-pull")
-        .unwrap();
-    assert_eq!(stored.get("status"), None, "{stored}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

@@ -1,6 +1,10 @@
-//! The managed serving certificate against an in-memory API server: the
-//! calls made to create it, rotate it and inject the CA, and what ends up in
-//! the Secret, the webhook configurations and the files.
+//! The managed serving certificate against the in-memory stand-in
+//! (sartor_tests::apiserver), for what kube-apiserver cannot show: the exact
+//! calls made to create it, rotate it and inject the CA, rotation before
+//! expiry (which a test cannot wait for), a lost create race (an injected
+//! 409). The Secret, the caBundle of both configurations and a deleted
+//! Secret replaced by a new CA are tested against kube-apiserver in
+//! crates/cli/tests/cluster.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
