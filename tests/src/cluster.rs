@@ -201,11 +201,13 @@ impl Guarded {
     }
 
     /// Stops the process (TERM, then KILL after 10 s) and waits for it.
-    pub fn stop(&mut self) {
+    /// Returns its exit status (the guard exits with the process's), or
+    /// `None` if it could not be waited for.
+    pub fn stop(&mut self) -> Option<std::process::ExitStatus> {
         if let Some(mut stdin) = self.stdin.take() {
             let _ = stdin.write_all(b"stop\n");
         }
-        let _ = self.guard.wait();
+        self.guard.wait().ok()
     }
 
     /// The name it was started under.
@@ -216,7 +218,7 @@ impl Guarded {
 
 impl Drop for Guarded {
     fn drop(&mut self) {
-        self.stop();
+        let _ = self.stop();
     }
 }
 

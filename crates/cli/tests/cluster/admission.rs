@@ -217,3 +217,143 @@ pub fn validating_webhook_denies_a_broken_mutator(suite: &mut Suite) -> Result<(
         ),
     }
 }
+
+/// One mutator of each kind for the probe Pod in `default`, in `round` 1 or 2
+/// (different values).
+fn trial_mutators(round: u8) -> String {
+    let only_default =
+        "applyTo: [{groups: [''], versions: [v1], kinds: [Pod]}]\n  match: {namespaces: [default]}";
+    format!(
+        "apiVersion: mutations.sartor.dev/v1
+kind: Assign
+metadata: {{name: trial-grace}}
+spec:
+  {only_default}
+  location: spec.terminationGracePeriodSeconds
+  parameters: {{assign: {{value: {grace}}}}}
+---
+apiVersion: mutations.sartor.dev/v1
+kind: AssignMetadata
+metadata: {{name: trial-team}}
+spec:
+  match: {{namespaces: [default]}}
+  location: metadata.labels.team
+  parameters: {{assign: {{value: team-{round}}}}}
+---
+apiVersion: mutations.sartor.dev/v1
+kind: ModifySet
+metadata: {{name: trial-args}}
+spec:
+  {only_default}
+  location: 'spec.containers[name: app].args'
+  parameters: {{operation: merge, values: {{fromList: ['--v={round}']}}}}
+---
+apiVersion: mutations.sartor.dev/v1
+kind: AssignImage
+metadata: {{name: trial-tag}}
+spec:
+  {only_default}
+  location: 'spec.containers[name: app].image'
+  parameters: {{assignTag: ':trial-{round}'}}
+",
+        grace = 5 + 2 * u32::from(round),
+    )
+}
+
+/// What the trial mutators change on the probe Pod: (grace period, team
+/// label, args, image).
+fn trial_fields(suite: &Suite) -> Result<Value, String> {
+    let pod = json(&suite.plane.kubectl_with_input(
+        &["create", "--dry-run=server", "-f", "-", "-o", "json"],
+        Some("apiVersion: v1\nkind: Pod\nmetadata:\n  name: probe\n  namespace: default\nspec:\n  containers:\n  - name: app\n    image: shop/app:1.0\n"),
+    )?)?;
+    Ok(serde_json::json!([
+        pod["spec"]["terminationGracePeriodSeconds"],
+        pod["metadata"]["labels"]["team"],
+        pod["spec"]["containers"][0]["args"],
+        pod["spec"]["containers"][0]["image"],
+    ]))
+}
+
+const TRIAL_KINDS: [(&str, &str); 4] = [
+    ("assign.mutations.sartor.dev", "trial-grace"),
+    ("assignmetadata.mutations.sartor.dev", "trial-team"),
+    ("modifyset.mutations.sartor.dev", "trial-args"),
+    ("assignimage.mutations.sartor.dev", "trial-tag"),
+];
+
+/// Waits until `pod`'s status entry of every trial mutator is exactly: this
+/// replica, the object's uid and `generation`, both operations, enforced.
+fn wait_status(suite: &Suite, pod: &str, generation: i64) -> Result<(), String> {
+    for (kind, name) in TRIAL_KINDS {
+        eventually(
+            &format!("{kind}/{name} status"),
+            Duration::from_secs(30),
+            || {
+                let object = json(&suite.plane.kubectl(&["get", kind, name, "-o", "json"])?)?;
+                let entry = object["status"]["byPod"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .find(|e| e["id"] == pod)
+                    .cloned();
+                same(
+                    &format!("{kind}/{name} status entry"),
+                    entry,
+                    Some(serde_json::json!({
+                        "id": pod,
+                        "mutatorUID": object["metadata"]["uid"],
+                        "observedGeneration": generation,
+                        "operations": ["CREATE", "UPDATE"],
+                        "enforced": true,
+                    })),
+                )
+            },
+        )?;
+    }
+    Ok(())
+}
+
+/// A mutator of each kind created, updated in place and deleted through the
+/// API server takes effect at each step, and its status entry says exactly
+/// what the replica enforces (uid, observed generation, operations).
+pub fn each_kind_created_updated_and_deleted_takes_effect(suite: &mut Suite) -> Result<(), String> {
+    examples_enforced(suite)?;
+    let pod = suite
+        .replica
+        .as_ref()
+        .map(|r| r.pod.clone())
+        .ok_or("no replica")?;
+    for (round, generation) in [(1_u8, 1_i64), (2, 2)] {
+        suite
+            .plane
+            .kubectl_with_input(&["apply", "-f", "-"], Some(&trial_mutators(round)))?;
+        wait_status(suite, &pod, generation)?;
+        eventually(
+            &format!("round {round} in force"),
+            Duration::from_secs(10),
+            || {
+                same(
+                    "the probe's fields",
+                    trial_fields(suite)?,
+                    serde_json::json!([
+                        5 + 2 * i64::from(round),
+                        format!("team-{round}"),
+                        [format!("--v={round}")],
+                        format!("mirror.example.com/shop/app:trial-{round}"),
+                    ]),
+                )
+            },
+        )?;
+    }
+    suite
+        .plane
+        .kubectl_with_input(&["delete", "-f", "-"], Some(&trial_mutators(2)))?;
+    eventually("the trial mutators gone", Duration::from_secs(10), || {
+        same(
+            "the probe's fields",
+            trial_fields(suite)?,
+            serde_json::json!([30, null, null, "mirror.example.com/shop/app:1.0"]),
+        )
+    })
+}

@@ -84,7 +84,7 @@ pub fn gatekeeper_mutators_are_enforced_with_gatekeeper_compat(
     )?;
 
     if let Some(old) = suite.replica.take() {
-        old.stop();
+        let _ = old.stop();
     }
     let port = suite
         .install
@@ -127,7 +127,7 @@ pub fn gatekeeper_mutators_are_enforced_with_gatekeeper_compat(
 pub fn a_missing_crd_is_named_and_the_other_kinds_served(suite: &mut Suite) -> Result<(), String> {
     examples_enforced(suite)?;
     if let Some(old) = suite.replica.take() {
-        old.stop();
+        let _ = old.stop();
     }
     let plane = &suite.plane;
     plane.kubectl(&[

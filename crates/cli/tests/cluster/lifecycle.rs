@@ -128,7 +128,13 @@ pub fn two_replicas_each_own_their_status_entry(suite: &mut Suite) -> Result<(),
         ],
     )?;
 
-    second.stop();
+    let (code, log) = second.stop();
+    same("replica-b's exit code on SIGTERM", code, Some(0))?;
+    for line in ["SIGTERM received", "status entries withdrawn"] {
+        if !log.lines().any(|l| l.ends_with(line)) {
+            return Err(format!("replica-b's log lacks {line:?}:\n{log}"));
+        }
+    }
     eventually(
         "replica-b's entry withdrawn",
         Duration::from_secs(10),
@@ -365,7 +371,7 @@ pub fn the_documented_off_switch_turns_mutation_off(suite: &mut Suite) -> Result
     probe_until(suite, &mutated(), Duration::from_secs(10))?;
 
     if let Some(replica) = suite.replica.take() {
-        replica.stop();
+        let _ = replica.stop();
     }
     let start = Instant::now();
     same("the probe with sartor stopped", probe(suite)?, unmutated())?;

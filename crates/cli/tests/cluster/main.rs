@@ -61,6 +61,7 @@ const TRIALS: &[Check<Suite>] = trials![
     install::examples_apply_with_only_sartors_crds,
     admission::objects_are_stored_as_sartor_mutate_predicts,
     admission::validating_webhook_denies_a_broken_mutator,
+    admission::each_kind_created_updated_and_deleted_takes_effect,
     lifecycle::two_replicas_each_own_their_status_entry,
     lifecycle::managed_certificates_are_created_injected_and_replaced,
     lifecycle::a_certificate_near_expiry_is_rotated_under_the_same_ca,
@@ -266,8 +267,10 @@ impl Sartor {
         self.process.log()
     }
 
-    /// Stops it with SIGTERM and waits until it has exited.
-    pub fn stop(mut self) {
-        self.process.stop();
+    /// Stops it with SIGTERM and waits until it has exited; its exit code
+    /// and its log.
+    pub fn stop(mut self) -> (Option<i32>, String) {
+        let status = self.process.stop();
+        (status.and_then(|s| s.code()), self.process.log())
     }
 }
