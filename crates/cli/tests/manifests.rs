@@ -713,8 +713,10 @@ fn the_pod_tells_the_binary_its_namespace_and_name() {
         name: env.to_string(),
         value: None,
         value_from: Some(EnvVarSource {
+            // With the apiVersion the API server would default in, so that
+            // server-side apply after client-side apply does not conflict.
             field_ref: Some(ObjectFieldSelector {
-                api_version: None,
+                api_version: Some("v1".to_string()),
                 field_path: field.to_string(),
             }),
             ..EnvVarSource::default()
