@@ -37,29 +37,42 @@ pub struct Tools {
 }
 
 impl Tools {
+    /// The pinned tools if they are built; `None` if they can be built here
+    /// (Go is installed), without building them.
+    ///
+    /// # Errors
+    /// [`Unavailable::Skip`] when Go is missing.
+    pub fn find() -> Result<Option<Tools>, Unavailable> {
+        let script = workspace_root().join("tests/k8s/provision");
+        if let Ok(output) = Command::new(&script).arg("--check").output()
+            && output.status.success()
+        {
+            return Ok(Some(Tools {
+                bin: PathBuf::from(String::from_utf8_lossy(&output.stdout).trim()),
+            }));
+        }
+        if Command::new("go").arg("version").output().is_err() {
+            return Err(Unavailable::Skip(
+                "go not found: the suite builds etcd, kube-apiserver, kubectl and helm \
+                 from their Go modules (tests/k8s/provision); install Go 1.25+ to run it"
+                    .to_string(),
+            ));
+        }
+        Ok(None)
+    }
+
     /// Finds the pinned tools, building them with `tests/k8s/provision` when
-    /// they are missing (about 7 minutes on 2 cores, once per machine).
+    /// they are missing (11 minutes measured cold on 2 cores, once per machine).
     ///
     /// # Errors
     /// Why the suite cannot run here (no Go, or the build failed), to be
     /// reported as the reason its tests are skipped or failed.
     pub fn provision() -> Result<Tools, Unavailable> {
+        if let Some(tools) = Tools::find()? {
+            return Ok(tools);
+        }
         let script = workspace_root().join("tests/k8s/provision");
-        if let Ok(output) = Command::new(&script).arg("--check").output()
-            && output.status.success()
-        {
-            return Ok(Tools {
-                bin: PathBuf::from(String::from_utf8_lossy(&output.stdout).trim()),
-            });
-        }
-        if Command::new("go").arg("version").output().is_err() {
-            return Err(Unavailable::Skip(
-                "go not found: the cluster suite builds etcd, kube-apiserver, kubectl and helm \
-                 from their Go modules (tests/k8s/provision); install Go 1.25+ to run it"
-                    .to_string(),
-            ));
-        }
-        eprintln!("cluster suite: building the test control plane with tests/k8s/provision");
+        eprintln!("building the test control plane with tests/k8s/provision");
         let output = Command::new(&script)
             .stderr(Stdio::inherit())
             .output()
@@ -76,7 +89,7 @@ impl Tools {
         })
     }
 
-    /// The path of one tool.
+    /// Where the tool `name` (`kubectl`, `helm`, ...) is.
     pub fn path(&self, name: &str) -> PathBuf {
         self.bin.join(name)
     }
@@ -210,7 +223,7 @@ impl Guarded {
         self.guard.wait().ok()
     }
 
-    /// The name it was started under.
+    /// The name it was started under, for messages.
     pub fn name(&self) -> &str {
         &self.name
     }
@@ -252,7 +265,7 @@ impl TempDir {
         Ok(TempDir(dir))
     }
 
-    /// Its path.
+    /// Where the directory is.
     pub fn path(&self) -> &Path {
         &self.0
     }
@@ -364,13 +377,13 @@ pub fn issue_serving(
 /// directory.
 #[derive(Debug)]
 pub struct ControlPlane {
-    /// The tools it runs.
+    /// The binaries it runs and drives (kubectl, helm).
     pub tools: Tools,
     /// `https://127.0.0.1:PORT`.
     pub url: String,
     /// An admin (`system:masters`) kubeconfig for it.
     pub kubeconfig: PathBuf,
-    /// Its certificates.
+    /// The CA its certificates and the admin's are signed by.
     pub pki: Pki,
     // Field order is drop order: the API server stops before etcd, and the
     // directory goes last.
@@ -461,11 +474,15 @@ impl ControlPlane {
         let kubeconfig = path("kubeconfig");
         write(
             "kubeconfig",
-            &format!(
-                "apiVersion: v1\nkind: Config\nclusters:\n- name: test\n  cluster:\n    server: {url}\n    certificate-authority-data: {}\nusers:\n- name: admin\n  user:\n    client-certificate-data: {}\n    client-key-data: {}\ncontexts:\n- name: test\n  context:\n    cluster: test\n    user: admin\n    namespace: default\ncurrent-context: test\n",
-                BASE64.encode(&pki.ca_cert),
-                BASE64.encode(&admin),
-                BASE64.encode(&admin_key)
+            &kubeconfig_text(
+                &url,
+                &pki.ca_cert,
+                "admin",
+                &format!(
+                    "client-certificate-data: {}\n    client-key-data: {}",
+                    BASE64.encode(&admin),
+                    BASE64.encode(&admin_key)
+                ),
             ),
         )?;
         let mut plane = ControlPlane {
@@ -525,7 +542,10 @@ impl ControlPlane {
     /// A `kubectl` command against this control plane (the pinned kubectl).
     pub fn kubectl_command(&self) -> Command {
         let mut command = Command::new(self.tools.path("kubectl"));
-        command.env("KUBECONFIG", &self.kubeconfig);
+        // Discovery and HTTP caches with the control plane, not in ~/.kube.
+        command
+            .env("KUBECONFIG", &self.kubeconfig)
+            .env("KUBECACHEDIR", self.dir().join("kube-cache"));
         command
     }
 
@@ -544,6 +564,20 @@ impl ControlPlane {
     pub fn kubectl_with_input(&self, args: &[&str], input: Option<&str>) -> Result<String, String> {
         run(self.kubectl_command().args(args), input)
             .map_err(|e| format!("kubectl {}: {e}", args.join(" ")))
+    }
+
+    /// Waits until the CRD `name` (every CRD for `None`) is Established.
+    ///
+    /// # Errors
+    /// kubectl's message when it is not within 30 s.
+    pub fn wait_established(&self, name: Option<&str>) -> Result<(), String> {
+        let one = name.map(|name| format!("crd/{name}"));
+        let mut args = vec!["wait", "--for=condition=Established", "--timeout=30s"];
+        match &one {
+            Some(crd) => args.push(crd),
+            None => args.extend(["crd", "--all"]),
+        }
+        self.kubectl(&args).map(|_| ())
     }
 
     /// A `helm` command against this control plane (the pinned helm), with
@@ -567,15 +601,25 @@ impl ControlPlane {
         let path = self.dir().join(format!("kubeconfig-{name}"));
         std::fs::write(
             &path,
-            format!(
-                "apiVersion: v1\nkind: Config\nclusters:\n- name: test\n  cluster:\n    server: {}\n    certificate-authority-data: {}\nusers:\n- name: {name}\n  user:\n    token: {token}\ncontexts:\n- name: test\n  context:\n    cluster: test\n    user: {name}\ncurrent-context: test\n",
-                self.url,
-                BASE64.encode(&self.pki.ca_cert),
+            kubeconfig_text(
+                &self.url,
+                &self.pki.ca_cert,
+                name,
+                &format!("token: {token}"),
             ),
         )
         .map_err(|e| format!("{}: {e}", path.display()))?;
         Ok(path)
     }
+}
+
+/// A kubeconfig for the API server at `url` (trusting `ca_pem`) whose one
+/// user `user` authenticates with `credentials` (lines under `user:`).
+fn kubeconfig_text(url: &str, ca_pem: &str, user: &str, credentials: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: test\n  cluster:\n    server: {url}\n    certificate-authority-data: {ca}\nusers:\n- name: {user}\n  user:\n    {credentials}\ncontexts:\n- name: test\n  context:\n    cluster: test\n    user: {user}\n    namespace: default\ncurrent-context: test\n",
+        ca = BASE64.encode(ca_pem),
+    )
 }
 
 /// Runs a command to completion with `input` on stdin.

@@ -7,9 +7,11 @@
 //! libtest cannot mark a test ignored at run time, hence libtest-mimic.
 
 use std::process::ExitCode;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 use libtest_mimic::{Arguments, Failed, Trial};
+use serde_json::Value;
 
 use crate::cluster::{Tools, Unavailable};
 
@@ -37,40 +39,42 @@ pub type Check<S> = (&'static str, Needs<S>);
 
 type Shared<S> = Arc<Mutex<Option<Result<S, String>>>>;
 
+/// The tools, found or built the first time a trial needs them, so that
+/// listing or filtering out the trials never starts a build.
+type LazyTools = Arc<OnceLock<Result<Tools, Unavailable>>>;
+
 /// Runs `trials` in order as the test binary `suite` (call it from `main` of
 /// a `harness = false` test); `start` builds the shared state from the tools
 /// the first time a trial needs it.
 pub fn main<S: Send + 'static>(
-    suite: &str,
+    suite: &'static str,
     trials: &'static [Check<S>],
     start: fn(&Tools) -> Result<S, String>,
 ) -> ExitCode {
     let mut args = Arguments::from_args();
     // One control plane with cluster-scoped objects: one trial at a time.
     args.test_threads = Some(1);
-    let tools = Tools::provision();
-    match &tools {
-        Ok(tools) => eprintln!(
-            "{suite} suite: {} | {} | {} | {}",
-            tools.version("kube-apiserver", &["--version"]),
-            tools.version("etcd", &["--version"]),
-            tools.version("kubectl", &["version", "--client"]),
-            tools.version("helm", &["version", "--short"]),
-        ),
+    let found = Tools::find();
+    let skip = match &found {
         Err(Unavailable::Skip(reason)) => {
             eprintln!("{suite} suite SKIPPED (trials that need the tools are ignored): {reason}");
+            true
         }
-        Err(Unavailable::Broken(reason)) => eprintln!("{suite} suite cannot run: {reason}"),
-    }
+        _ => false,
+    };
+    let tools: LazyTools = Arc::default();
     let shared: Shared<S> = Arc::new(Mutex::new(None));
     let runnable = trials
         .iter()
         .map(|&(name, needs)| {
-            let ignored =
-                !matches!(needs, Needs::Files(_)) && matches!(tools, Err(Unavailable::Skip(_)));
-            let (tools, shared) = (tools.clone(), Arc::clone(&shared));
+            let ignored = skip && !matches!(needs, Needs::Files(_));
+            let (found, tools, shared) = (found.clone(), Arc::clone(&tools), Arc::clone(&shared));
             Trial::test(name, move || {
-                run(needs, &tools, &shared, start).map_err(Failed::from)
+                if let Needs::Files(check) = needs {
+                    return check().map_err(Failed::from);
+                }
+                let tools = tools.get_or_init(|| ready(suite, found));
+                run(needs, tools, &shared, start).map_err(Failed::from)
             })
             .with_ignored_flag(ignored)
             .with_kind(suite)
@@ -83,6 +87,25 @@ pub fn main<S: Send + 'static>(
     conclusion.exit_code()
 }
 
+/// The tools `found` said are there, or built now; their versions printed.
+fn ready(suite: &str, found: Result<Option<Tools>, Unavailable>) -> Result<Tools, Unavailable> {
+    let tools = match found {
+        Ok(Some(tools)) => Ok(tools),
+        Ok(None) => Tools::provision(),
+        Err(unavailable) => Err(unavailable),
+    };
+    match &tools {
+        Ok(tools) => eprintln!(
+            "{suite} suite: {} | {} | {} | {}",
+            tools.version("kube-apiserver", &["--version"]),
+            tools.version("etcd", &["--version"]),
+            tools.version("kubectl", &["version", "--client"]),
+            tools.version("helm", &["version", "--short"]),
+        ),
+        Err(unavailable) => eprintln!("{suite} suite cannot run: {unavailable}"),
+    }
+    tools
+}
 /// Runs one trial, starting the shared state if it needs it and no trial
 /// has yet.
 fn run<S>(
@@ -104,4 +127,54 @@ fn run<S>(
             }
         }
     }
+}
+
+// === helpers for the trials ===
+
+/// Polls `check` every 200 ms until it returns `Ok`, or fails with its last
+/// error after `limit`.
+///
+/// # Errors
+/// `what`, the limit and `check`'s last error.
+pub fn eventually<T>(
+    what: &str,
+    limit: Duration,
+    mut check: impl FnMut() -> Result<T, String>,
+) -> Result<T, String> {
+    let start = Instant::now();
+    loop {
+        match check() {
+            Ok(value) => return Ok(value),
+            Err(error) if start.elapsed() > limit => {
+                return Err(format!("{what}: not after {limit:?}: {error}"));
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(200)),
+        }
+    }
+}
+
+/// `Ok` when `actual == expected`, else both, under `what`.
+///
+/// # Errors
+/// The two values when they differ.
+pub fn same<T: PartialEq + std::fmt::Debug>(
+    what: &str,
+    actual: T,
+    expected: T,
+) -> Result<(), String> {
+    if actual == expected {
+        Ok(())
+    } else {
+        Err(format!(
+            "{what}:\n  actual:   {actual:?}\n  expected: {expected:?}"
+        ))
+    }
+}
+
+/// Parses a tool's `-o json` output.
+///
+/// # Errors
+/// The parse error and the text.
+pub fn json(text: &str) -> Result<Value, String> {
+    serde_json::from_str(text).map_err(|e| format!("not JSON ({e}): {text}"))
 }

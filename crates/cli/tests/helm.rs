@@ -28,7 +28,7 @@ use std::process::{Command, ExitCode};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use sartor_tests::cluster::{ControlPlane, TempDir, Tools, run};
-use sartor_tests::suite::{Check, Needs};
+use sartor_tests::suite::{Check, Needs, json, same};
 use serde::Deserialize as _;
 use serde_json::{Value, json};
 
@@ -539,7 +539,7 @@ fn helm_install_creates_the_install(plane: &mut ControlPlane) -> Result<(), Stri
         "mutatingwebhookconfiguration/sartor-mutating",
         "validatingwebhookconfiguration/sartor-validating",
     ] {
-        let mut config = json_of(&plane.kubectl(&["get", name, "-o", "json"])?)?;
+        let mut config = json(&plane.kubectl(&["get", name, "-o", "json"])?)?;
         let hooks = config["webhooks"].as_array_mut().ok_or("no webhooks")?;
         for hook in hooks {
             hook["clientConfig"]["caBundle"] = ca_bundle.clone();
@@ -817,7 +817,7 @@ fn live(plane: &ControlPlane) -> Result<Objects, String> {
         ][..],
         &["get", cluster, selector, "-o", "json"],
     ] {
-        let list = json_of(&plane.kubectl(args)?)?;
+        let list = json(&plane.kubectl(args)?)?;
         for mut object in list["items"].as_array().cloned().unwrap_or_default() {
             if let Some(fields) = object.as_object_mut() {
                 fields.remove("status");
@@ -834,11 +834,6 @@ fn live(plane: &ControlPlane) -> Result<Objects, String> {
         }
     }
     Ok(objects)
-}
-
-/// Parses kubectl's `-o json`.
-fn json_of(text: &str) -> Result<Value, String> {
-    serde_json::from_str(text).map_err(|e| format!("not JSON ({e}): {text}"))
 }
 
 /// The value at `pointer` in the object `key`.
@@ -863,17 +858,6 @@ fn set(objects: &mut Objects, key: &str, pointer: &str, value: Value) -> Result<
         .ok_or(format!("{key} {parent} is not a map"))?
         .insert(field.to_string(), value);
     Ok(())
-}
-
-/// Fails with the actual and expected values when they differ.
-fn same<T: PartialEq + std::fmt::Debug>(what: &str, actual: T, expected: T) -> Result<(), String> {
-    if actual == expected {
-        Ok(())
-    } else {
-        Err(format!(
-            "{what}:\n  actual:   {actual:?}\n  expected: {expected:?}"
-        ))
-    }
 }
 
 /// The field at `pointer` in the object `key`; null when absent.

@@ -5,7 +5,10 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::{Sartor, Suite, eventually, json, repo_path, same};
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
+
+use crate::{Sartor, Suite, eventually, json, probe_pod, repo_path, same};
 
 /// Starts the replica the webhook configurations point at, unless running,
 /// and waits until the API server trusts it (the managed CA is injected into
@@ -16,29 +19,43 @@ pub fn replica(suite: &mut Suite) -> Result<&Sartor, String> {
         let sartor = Sartor::start(suite, "replica-a", port, &[])?;
         suite.replica = Some(sartor);
     }
-    let plane = &suite.plane;
-    for config in [
-        "mutatingwebhookconfiguration/sartor-mutating",
-        "validatingwebhookconfiguration/sartor-validating",
-    ] {
-        eventually("caBundle injected", Duration::from_secs(30), || {
-            let bundle = plane.kubectl(&[
-                "get",
-                config,
-                "-o",
-                "jsonpath={.webhooks[0].clientConfig.caBundle}",
-            ])?;
-            if bundle.is_empty() {
-                Err(format!("{config}: no caBundle yet"))
-            } else {
-                Ok(())
-            }
-        })?;
-    }
+    wait_ca_injected(suite)?;
     suite
         .replica
         .as_ref()
         .ok_or_else(|| "no replica".to_string())
+}
+
+/// The CA bundles (PEM) of the mutating and the validating webhook
+/// configuration; empty when none is injected.
+pub fn ca_bundles(suite: &Suite) -> Result<(String, String), String> {
+    let get = |config: &str| -> Result<String, String> {
+        let encoded = suite.plane.kubectl(&[
+            "get",
+            config,
+            "-o",
+            "jsonpath={.webhooks[0].clientConfig.caBundle}",
+        ])?;
+        let pem = BASE64.decode(encoded.trim()).map_err(|e| e.to_string())?;
+        String::from_utf8(pem).map_err(|e| e.to_string())
+    };
+    Ok((
+        get("mutatingwebhookconfiguration/sartor-mutating")?,
+        get("validatingwebhookconfiguration/sartor-validating")?,
+    ))
+}
+
+/// Waits until a replica has injected its CA into both webhook
+/// configurations (the API server cannot call sartor before).
+pub fn wait_ca_injected(suite: &Suite) -> Result<(), String> {
+    eventually(
+        "caBundle injected",
+        Duration::from_secs(30),
+        || match ca_bundles(suite)? {
+            (mutating, validating) if !mutating.is_empty() && !validating.is_empty() => Ok(()),
+            bundles => Err(format!("not yet: {bundles:?}")),
+        },
+    )
 }
 
 /// Waits until every mutator of `kind` named in `names` reports itself
@@ -124,7 +141,6 @@ fn without_server_fields(mut object: Value) -> Value {
 /// `prod-shop`; the Namespace's defaults are its name label and finalizer.
 pub fn objects_are_stored_as_sartor_mutate_predicts(suite: &mut Suite) -> Result<(), String> {
     examples_enforced(suite)?;
-    let plane = &suite.plane;
 
     let prediction = json(&crate::sartor(&[
         "mutate",
@@ -140,6 +156,16 @@ pub fn objects_are_stored_as_sartor_mutate_predicts(suite: &mut Suite) -> Result
     ])?)?;
     let predicted = prediction["items"].as_array().cloned().unwrap_or_default();
 
+    // The objects are created once; first make sure the API server reaches
+    // sartor (a failed call would admit them unmutated under Ignore).
+    eventually("the webhook answering", Duration::from_secs(10), || {
+        same(
+            "probe",
+            crate::lifecycle::probe(suite)?,
+            crate::lifecycle::mutated(),
+        )
+    })?;
+    let plane = &suite.plane;
     let mut actual = Vec::new();
     for file in ["namespace.yaml", "pod.yaml", "deployment.yaml"] {
         let stored = plane.kubectl(&[
@@ -263,10 +289,7 @@ spec:
 /// What the trial mutators change on the probe Pod: (grace period, team
 /// label, args, image).
 fn trial_fields(suite: &Suite) -> Result<Value, String> {
-    let pod = json(&suite.plane.kubectl_with_input(
-        &["create", "--dry-run=server", "-f", "-", "-o", "json"],
-        Some("apiVersion: v1\nkind: Pod\nmetadata:\n  name: probe\n  namespace: default\nspec:\n  containers:\n  - name: app\n    image: shop/app:1.0\n"),
-    )?)?;
+    let pod = probe_pod(suite)?;
     Ok(serde_json::json!([
         pod["spec"]["terminationGracePeriodSeconds"],
         pod["metadata"]["labels"]["team"],

@@ -7,7 +7,7 @@ use sartor_api::{GATEKEEPER_GROUP, MutatorKind};
 use serde_json::Value;
 
 use crate::admission::examples_enforced;
-use crate::{Sartor, Suite, eventually, http_get, json, repo_path, same};
+use crate::{Sartor, Suite, eventually, http_get, repo_path, same};
 
 /// Gatekeeper's CRD of `kind`, generated from sartor's (same spec; sartor's
 /// schema is Gatekeeper's): its group, its name, the versions Gatekeeper
@@ -38,10 +38,7 @@ fn gatekeeper_crd(kind: MutatorKind) -> Result<Value, String> {
 
 /// The labels of the probe Pod in `default`, as the API server would store it.
 fn probe_labels(suite: &Suite) -> Result<Value, String> {
-    let pod = json(&suite.plane.kubectl_with_input(
-        &["create", "--dry-run=server", "-f", "-", "-o", "json"],
-        Some("apiVersion: v1\nkind: Pod\nmetadata:\n  name: probe\n  namespace: default\nspec:\n  containers:\n  - name: app\n    image: shop/app:1.0\n"),
-    )?)?;
+    let pod = crate::probe_pod(suite)?;
     Ok(pod["metadata"]["labels"].clone())
 }
 
@@ -63,12 +60,7 @@ pub fn gatekeeper_mutators_are_enforced_with_gatekeeper_compat(
             .as_str()
             .unwrap_or_default()
             .to_string();
-        plane.kubectl(&[
-            "wait",
-            "--for=condition=Established",
-            "--timeout=30s",
-            &format!("crd/{name}"),
-        ])?;
+        plane.wait_established(Some(&name))?;
     }
     plane.kubectl(&["apply", "-f", &repo_path("examples/gatekeeper")])?;
     // sartor's own owner label would hide Gatekeeper's (sartor's wins).
@@ -105,6 +97,14 @@ pub fn gatekeeper_mutators_are_enforced_with_gatekeeper_compat(
             serde_json::json!({"owner": "default"}),
         )
     })?;
+    // Once replica-gk has written its status to sartor's own objects, it
+    // would have written Gatekeeper's too.
+    crate::admission::wait_enforced(
+        suite,
+        "assign.mutations.sartor.dev",
+        &["always-pull-pods"],
+        "replica-gk",
+    )?;
     let status = plane.kubectl(&[
         "get",
         "assignmetadata.mutations.gatekeeper.sh",
@@ -196,11 +196,13 @@ pub fn a_missing_crd_is_named_and_the_other_kinds_served(suite: &mut Suite) -> R
         }
     }
     // The other kinds are served: pull policy set, registry not.
-    same(
-        "probe",
-        crate::lifecycle::probe(suite)?,
-        ("shop/app:1.0".to_string(), "Always".to_string()),
-    )?;
+    eventually("the other kinds enforced", Duration::from_secs(10), || {
+        same(
+            "probe",
+            crate::lifecycle::probe(suite)?,
+            ("shop/app:1.0".to_string(), "Always".to_string()),
+        )
+    })?;
 
     let plane = &suite.plane;
     plane.kubectl(&[
@@ -209,12 +211,7 @@ pub fn a_missing_crd_is_named_and_the_other_kinds_served(suite: &mut Suite) -> R
         "-f",
         &repo_path("crds/assignimage.yaml"),
     ])?;
-    plane.kubectl(&[
-        "wait",
-        "--for=condition=Established",
-        "--timeout=30s",
-        "crd/assignimage.mutations.sartor.dev",
-    ])?;
+    plane.wait_established(Some("assignimage.mutations.sartor.dev"))?;
     plane.kubectl(&[
         "apply",
         "-f",

@@ -23,12 +23,7 @@ pub fn apply_to_the_real_api_server(suite: &mut Suite) -> Result<(), String> {
             out.trim().to_string(),
             format!("customresourcedefinition.apiextensions.k8s.io/{name} serverside-applied"),
         )?;
-        plane.kubectl(&[
-            "wait",
-            "--for=condition=Established",
-            "--timeout=30s",
-            &format!("crd/{name}"),
-        ])?;
+        plane.wait_established(Some(&name))?;
     }
     Ok(())
 }
@@ -36,6 +31,7 @@ pub fn apply_to_the_real_api_server(suite: &mut Suite) -> Result<(), String> {
 /// One invalid object per kind, refused by the CRD's own rules with the
 /// message the rule declares (no webhook is involved yet).
 pub fn cel_rules_reject_invalid_mutators(suite: &mut Suite) -> Result<(), String> {
+    ensure_crds(suite)?;
     let cases = [
         (
             "Assign",
@@ -110,8 +106,19 @@ pub fn cel_rules_reject_invalid_mutators(suite: &mut Suite) -> Result<(), String
     same("messages", messages.len(), expected.len())
 }
 
-/// `kubectl explain` reads the field docs from the published schema.
+/// sartor's CRDs installed from crds/ (server-side, so re-applying is a
+/// no-op), for trials that need nothing else and may run alone.
+pub fn ensure_crds(suite: &Suite) -> Result<(), String> {
+    suite
+        .plane
+        .kubectl(&["apply", "--server-side", "-f", &repo_path("crds")])?;
+    suite.plane.wait_established(None)
+}
+
+/// `kubectl explain` shows the field's doc comment from the types, as
+/// published in the CRD's schema.
 pub fn kubectl_explain_shows_the_docs(suite: &mut Suite) -> Result<(), String> {
+    ensure_crds(suite)?;
     let out = eventually("explain", Duration::from_secs(20), || {
         suite.plane.kubectl(&["explain", "assign.spec.location"])
     })?;
@@ -120,6 +127,8 @@ pub fn kubectl_explain_shows_the_docs(suite: &mut Suite) -> Result<(), String> {
         "KIND:       Assign",
         "VERSION:    v1",
         "FIELD: location <string>",
+        "DESCRIPTION:",
+        "    The field to set, e.g. `spec.containers[name: *].imagePullPolicy`.",
     ];
     for line in expected {
         if !out.lines().any(|l| l.trim_end() == line) {

@@ -66,13 +66,7 @@ pub fn ensure(suite: &mut Suite) -> Result<&Install, String> {
         suite
             .plane
             .kubectl(&["apply", "--server-side", "-k", &dir.display().to_string()])?;
-        suite.plane.kubectl(&[
-            "wait",
-            "--for=condition=Established",
-            "--timeout=30s",
-            "crd",
-            "--all",
-        ])?;
+        suite.plane.wait_established(None)?;
         suite.install = Some(Install {
             webhook_port: port,
             overlay: dir,
@@ -92,10 +86,25 @@ pub fn kustomize_client_side_then_server_side(suite: &mut Suite) -> Result<(), S
     let dir = overlay(suite, port)?;
     let dir_arg = dir.display().to_string();
     let plane = &suite.plane;
-    plane.kubectl(&["apply", "-k", &dir_arg])?;
+    let client_side = plane.kubectl(&["apply", "-k", &dir_arg])?;
     let out = plane.kubectl(&["apply", "--server-side", "-k", &dir_arg])?;
     let mut applied: Vec<&str> = out.lines().collect();
     applied.sort_unstable();
+    // Client-side: the same objects (created, or configured where the CRDs
+    // were applied before).
+    let mut objects: Vec<&str> = client_side
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    objects.sort_unstable();
+    same(
+        "objects applied client-side",
+        objects,
+        applied
+            .iter()
+            .filter_map(|l| l.split_whitespace().next())
+            .collect(),
+    )?;
     same(
         "objects applied",
         applied,
@@ -117,6 +126,9 @@ pub fn kustomize_client_side_then_server_side(suite: &mut Suite) -> Result<(), S
             "validatingwebhookconfiguration.admissionregistration.k8s.io/sartor-validating serverside-applied",
         ],
     )?;
+    // What is stored is what the install says, field for field.
+    let diff = plane.kubectl(&["diff", "--server-side", "-k", &dir_arg])?;
+    same("kubectl diff after the install", diff.as_str(), "")?;
     let mutating = json(&plane.kubectl(&[
         "get",
         "mutatingwebhookconfiguration",
@@ -149,10 +161,10 @@ pub fn kustomize_client_side_then_server_side(suite: &mut Suite) -> Result<(), S
     Ok(())
 }
 
-/// Everything under examples/mutators applies to a cluster that has only
-/// sartor's CRDs (sartor's apiVersion throughout), and every file in
-/// examples/gatekeeper is refused there (Gatekeeper's kinds are not served).
+/// Everything under examples/mutators applies (server-side dry run) to a
+/// cluster that has sartor's CRDs: sartor's apiVersion throughout.
 pub fn examples_apply_with_only_sartors_crds(suite: &mut Suite) -> Result<(), String> {
+    crate::crds::ensure_crds(suite)?;
     let plane = &suite.plane;
     let out = plane.kubectl(&[
         "apply",

@@ -36,10 +36,11 @@ use std::io::{Read as _, Write as _};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use sartor_tests::cluster::{ControlPlane, Guarded, free_port};
 use sartor_tests::suite::{Check, Needs};
+pub use sartor_tests::suite::{eventually, json, same};
 use serde_json::Value;
 
 /// `(name, function)` pairs named by their path.
@@ -72,13 +73,16 @@ const TRIALS: &[Check<Suite>] = trials![
 ];
 
 /// What the trials share: the control plane and what earlier trials set up.
+///
+/// Fields drop in order: the replica stops (and withdraws its status
+/// entries) while the API server still runs.
 pub struct Suite {
-    /// The running control plane.
-    pub plane: ControlPlane,
-    /// The install (manifests/ with the local overlay), once applied.
-    pub install: Option<Install>,
     /// The sartor replica the webhook configurations point at, once started.
     pub replica: Option<Sartor>,
+    /// The install (manifests/ with the local overlay), once applied.
+    pub install: Option<Install>,
+    /// The running control plane.
+    pub plane: ControlPlane,
 }
 
 /// The install as applied: where the webhook is served.
@@ -111,45 +115,6 @@ pub fn repo_path(relative: &str) -> String {
     repo().join(relative).display().to_string()
 }
 
-/// Polls `check` every 200 ms until it returns `Ok`, or fails with its last
-/// error after `limit`.
-pub fn eventually<T>(
-    what: &str,
-    limit: Duration,
-    mut check: impl FnMut() -> Result<T, String>,
-) -> Result<T, String> {
-    let start = Instant::now();
-    loop {
-        match check() {
-            Ok(value) => return Ok(value),
-            Err(error) if start.elapsed() > limit => {
-                return Err(format!("{what}: not after {limit:?}: {error}"));
-            }
-            Err(_) => std::thread::sleep(Duration::from_millis(200)),
-        }
-    }
-}
-
-/// Compares two values and says where they differ.
-pub fn same<T: PartialEq + std::fmt::Debug>(
-    what: &str,
-    actual: T,
-    expected: T,
-) -> Result<(), String> {
-    if actual == expected {
-        Ok(())
-    } else {
-        Err(format!(
-            "{what}:\n  actual:   {actual:?}\n  expected: {expected:?}"
-        ))
-    }
-}
-
-/// Parses kubectl's `-o json` output.
-pub fn json(text: &str) -> Result<Value, String> {
-    serde_json::from_str(text).map_err(|e| format!("not JSON ({e}): {text}"))
-}
-
 /// A plain-HTTP GET on loopback: (status code, body).
 pub fn http_get(addr: SocketAddr, path: &str) -> Result<(u16, String), String> {
     let mut stream =
@@ -172,6 +137,19 @@ pub fn http_get(addr: SocketAddr, path: &str) -> Result<(u16, String), String> {
         .map(|(_, body)| body.to_string())
         .unwrap_or_default();
     Ok((code, body))
+}
+
+/// A Pod in `default` that the example mutators change (pull policy,
+/// registry) and the trials' own mutators may change further.
+pub const PROBE: &str = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: probe\n  namespace: default\nspec:\n  containers:\n  - name: app\n    image: shop/app:1.0\n";
+
+/// [`PROBE`] as the API server would store it now: created with a
+/// server-side dry run, through every webhook, leaving nothing behind.
+pub fn probe_pod(suite: &Suite) -> Result<Value, String> {
+    json(&suite.plane.kubectl_with_input(
+        &["create", "--dry-run=server", "-f", "-", "-o", "json"],
+        Some(PROBE),
+    )?)
 }
 
 /// The `sartor` binary under test.
