@@ -167,7 +167,19 @@ impl MutatorWatch {
             let missing: Vec<bool> = kinds.iter().map(|kind| kind.missing).collect();
             if reported_missing.as_ref() != Some(&missing) {
                 self.webhook.set_crds(crds(&self.watched, &missing));
-                reported_missing = Some(missing);
+                if !published && none_of_sartors_served(&self.watched, &missing) {
+                    tracing::warn!(
+                        install = INSTALL_SARTOR,
+                        "none of sartor's mutator CRDs is served; not ready until one is"
+                    );
+                }
+                reported_missing = Some(missing.clone());
+            }
+            // With no kind of sartor's served at all the install (or the
+            // API server's address) is wrong: a replica that turned ready
+            // would silently enforce nothing.
+            if !published && none_of_sartors_served(&self.watched, &missing) {
+                continue;
             }
             // A mutator that does not compile changes no System, but the
             // webhook's metrics count it.
@@ -192,6 +204,16 @@ impl MutatorWatch {
             }
         }
     }
+}
+
+/// Whether every one of sartor's own kinds is missing (`missing` in the
+/// order of `watched`).
+fn none_of_sartors_served(watched: &[Watched], missing: &[bool]) -> bool {
+    watched
+        .iter()
+        .zip(missing)
+        .filter(|(watched, _)| watched.group == Group::Sartor)
+        .all(|(_, missing)| *missing)
 }
 
 /// Each watched kind's CRD, installed unless `missing` says otherwise (same order).
@@ -287,16 +309,25 @@ impl KindState {
                 None => false,
             },
             Err(error) if is_not_served(&error) => {
-                // No CRD, no objects: the set is exact with none of this kind.
                 crd = Some(if self.missing {
                     CrdChange::StillMissing
                 } else {
                     CrdChange::Missing
                 });
                 self.missing = true;
-                self.listed = true;
                 self.relist = None;
-                set.replace(group, kind, &[])
+                if matches!(error, watcher::Error::InitialListFailed(_)) {
+                    // No CRD, no objects: the set is exact with none of this kind.
+                    self.listed = true;
+                    set.replace(group, kind, &[])
+                } else {
+                    // A watch that cannot restart after a list: the objects
+                    // stay as the list and the events since left them (a
+                    // CRD's deletion deletes its objects first, and their
+                    // deletions arrive as events), so a passing 404 takes
+                    // nothing out of force.
+                    false
+                }
             }
             Err(error) => {
                 tracing::warn!(%error, kind = %kind, group = group.as_str(), "watching mutators");
@@ -492,23 +523,32 @@ mod tests {
     }
 
     #[test]
-    fn a_crd_removed_while_watched_takes_its_mutators_out_of_force() {
+    fn a_crd_removed_while_watched_is_reported_once_its_objects_are_deleted() {
         let (mut state, mut set) = (KindState::default(), MutatorSet::new());
         feed(&mut state, &mut set, list(vec![mirror()]));
         assert_eq!(in_force(&set), ["AssignImage mirror"]);
+        // Deleting a CRD deletes its objects first: their deletions arrive,
+        // then the watch cannot restart.
         let applied = feed(
             &mut state,
             &mut set,
-            vec![Err(watcher::Error::WatchStartFailed(status(
-                404, "NotFound",
-            )))],
+            vec![
+                Ok(watcher::Event::Delete(mirror())),
+                Err(watcher::Error::WatchStartFailed(status(404, "NotFound"))),
+            ],
         );
         assert_eq!(
             applied,
-            [Applied {
-                changed: true,
-                crd: Some(CrdChange::Missing)
-            }]
+            [
+                Applied {
+                    changed: true,
+                    crd: None
+                },
+                Applied {
+                    changed: false,
+                    crd: Some(CrdChange::Missing)
+                }
+            ]
         );
         assert!(state.missing);
         assert_eq!(in_force(&set), Vec::<String>::new());
@@ -526,6 +566,25 @@ mod tests {
             }]
         );
         assert!(!state.missing);
+    }
+
+    #[test]
+    fn a_passing_404_on_a_watch_takes_nothing_out_of_force() {
+        let (mut state, mut set) = (KindState::default(), MutatorSet::new());
+        feed(&mut state, &mut set, list(vec![mirror()]));
+        let applied = feed(
+            &mut state,
+            &mut set,
+            vec![Err(watcher::Error::WatchStartFailed(page_not_found()))],
+        );
+        assert_eq!(
+            applied,
+            [Applied {
+                changed: false,
+                crd: Some(CrdChange::Missing)
+            }]
+        );
+        assert_eq!(in_force(&set), ["AssignImage mirror"]);
     }
 
     #[test]

@@ -235,6 +235,9 @@ impl Metrics {
 
     /// The Prometheus text exposition of every metric.
     pub fn render(&self) -> String {
+        // The gauges are cleared and refilled under this lock: a scrape in
+        // between would miss their series.
+        let _guard = self.gauge_lock.lock();
         let mut text = String::new();
         // Writing to a String cannot fail; an encoder error would be a bug in a
         // metric's labels, and then a partial page beats none.

@@ -433,14 +433,23 @@ fn probes(request: &Request<Incoming>, webhook: &Webhook) -> Response<Body> {
         "/readyz" if webhook.is_ready() => {
             text_reply(200, ready_message(&webhook.missing_crds()), "ok")
         }
-        "/readyz" => text_reply(
-            503,
-            "not ready: no mutator snapshot loaded yet".to_string(),
-            "not_ready",
-        ),
+        "/readyz" => text_reply(503, not_ready_message(&webhook.missing_crds()), "not_ready"),
         path => text_reply(404, format!("no such endpoint: {path}"), "not_found"),
     };
     response(reply)
+}
+
+/// Why the replica is not ready, naming the CRDs it found not installed.
+fn not_ready_message(missing: &[MutatorCrd]) -> String {
+    let names: Vec<&str> = missing.iter().map(|crd| crd.name.as_str()).collect();
+    if names.is_empty() {
+        "not ready: no mutator snapshot loaded yet".to_string()
+    } else {
+        format!(
+            "not ready: no mutator snapshot loaded yet; not installed: {}",
+            names.join(", ")
+        )
+    }
 }
 
 /// `ok`, naming the CRDs not installed: still ready, since the replica

@@ -242,3 +242,53 @@ pub fn a_missing_crd_is_named_and_the_other_kinds_served(suite: &mut Suite) -> R
     }
     Ok(())
 }
+
+/// With none of sartor's CRDs served (a wrong install, or the wrong API
+/// server), a replica does not turn ready: it would enforce nothing. Its
+/// `/readyz` names the CRDs; it turns ready once they are installed.
+pub fn no_crd_of_sartors_keeps_the_replica_not_ready(suite: &mut Suite) -> Result<(), String> {
+    crate::install::ensure(suite)?;
+    if let Some(old) = suite.replica.take() {
+        let _ = old.stop();
+    }
+    let crds: Vec<String> = MutatorKind::ALL
+        .iter()
+        .map(|kind| format!("{}.mutations.sartor.dev", kind.as_str().to_lowercase()))
+        .collect();
+    let mut delete = vec!["delete", "crd", "--wait=true", "--ignore-not-found"];
+    delete.extend(crds.iter().map(String::as_str));
+    suite.plane.kubectl(&delete)?;
+    let port = crate::install::ensure(suite)?.webhook_port;
+    let sartor = Sartor::spawn(suite, "replica-d", port, &[])?;
+    let not_ready = eventually("the CRDs named", Duration::from_secs(20), || {
+        same(
+            "/readyz",
+            http_get(sartor.metrics, "/readyz")?,
+            (
+                503,
+                format!(
+                    "not ready: no mutator snapshot loaded yet; not installed: {}\n",
+                    crds.join(", ")
+                ),
+            ),
+        )
+    });
+    let reinstalled = not_ready.and_then(|()| {
+        crate::crds::ensure_crds(suite)?;
+        eventually("ready once installed", Duration::from_secs(30), || {
+            same(
+                "/readyz",
+                http_get(sartor.metrics, "/readyz")?,
+                (200, "ok\n".to_string()),
+            )
+        })
+    });
+    let log = sartor.log();
+    suite.replica = Some(sartor);
+    reinstalled?;
+    let warned = log
+        .lines()
+        .filter(|l| l.contains("none of sartor's mutator CRDs is served; not ready until one is"))
+        .count();
+    same("warnings that no CRD is served", warned, 1)
+}

@@ -70,6 +70,7 @@ const TRIALS: &[Check<Suite>] = trials![
     lifecycle::the_documented_off_switch_turns_mutation_off,
     compat::gatekeeper_mutators_are_enforced_with_gatekeeper_compat,
     compat::a_missing_crd_is_named_and_the_other_kinds_served,
+    compat::no_crd_of_sartors_keeps_the_replica_not_ready,
 ];
 
 /// What the trials share: the control plane and what earlier trials set up.
@@ -179,6 +180,28 @@ impl Sartor {
     /// `sartor` service account's token (so manifests/rbac.yaml is what it
     /// may do), on `port`, with `extra` flags; waits until `/readyz` is 200.
     pub fn start(suite: &Suite, pod: &str, port: u16, extra: &[&str]) -> Result<Sartor, String> {
+        let mut sartor = Sartor::spawn(suite, pod, port, extra)?;
+        let ready = eventually("sartor /readyz", Duration::from_secs(30), || {
+            if !sartor.process.is_running() {
+                return Ok(Err(format!(
+                    "sartor exited:\n{}",
+                    sartor.process.log_tail(20)
+                )));
+            }
+            match http_get(sartor.metrics, "/readyz") {
+                Ok((200, _)) => Ok(Ok(())),
+                other => Err(format!("{other:?}")),
+            }
+        });
+        match ready {
+            Ok(Ok(())) => Ok(sartor),
+            Ok(Err(error)) => Err(error),
+            Err(error) => Err(format!("{error}\n{}", sartor.process.log_tail(20))),
+        }
+    }
+
+    /// [`Sartor::start`] without waiting for it to turn ready.
+    pub fn spawn(suite: &Suite, pod: &str, port: u16, extra: &[&str]) -> Result<Sartor, String> {
         let plane = &suite.plane;
         let token = plane.kubectl(&[
             "create",
@@ -207,7 +230,7 @@ impl Sartor {
         .map(|s| (*s).to_string())
         .collect();
         args.extend(extra.iter().map(|s| (*s).to_string()));
-        let mut process = Guarded::spawn(
+        let process = Guarded::spawn(
             &format!("sartor {pod}"),
             sartor_bin(),
             &args,
@@ -219,25 +242,12 @@ impl Sartor {
             ],
             &plane.dir().join(format!("sartor-{pod}.log")),
         )?;
-        let ready = eventually("sartor /readyz", Duration::from_secs(30), || {
-            if !process.is_running() {
-                return Ok(Err(format!("sartor exited:\n{}", process.log_tail(20))));
-            }
-            match http_get(metrics, "/readyz") {
-                Ok((200, _)) => Ok(Ok(())),
-                other => Err(format!("{other:?}")),
-            }
-        });
-        match ready {
-            Ok(Ok(())) => Ok(Sartor {
-                pod: pod.to_string(),
-                addr,
-                metrics,
-                process,
-            }),
-            Ok(Err(error)) => Err(error),
-            Err(error) => Err(format!("{error}\n{}", process.log_tail(20))),
-        }
+        Ok(Sartor {
+            pod: pod.to_string(),
+            addr,
+            metrics,
+            process,
+        })
     }
 
     /// Its log so far.
