@@ -246,35 +246,38 @@ pub fn free_port() -> Result<u16, String> {
         .map_err(|e| format!("finding a free port: {e}"))
 }
 
-/// A temporary directory removed on drop.
+/// A temporary directory removed on drop, unless `SARTOR_KEEP_TEST_DIRS` is
+/// set (then its path is printed, for the logs and kubeconfig in it).
 #[derive(Debug)]
-pub struct TempDir(PathBuf);
+pub struct TempDir(Option<tempfile::TempDir>);
 
 impl TempDir {
-    /// A new empty directory under the system temp dir.
+    /// A new empty directory under the system temp dir, named `prefix-...`.
     ///
     /// # Errors
     /// It cannot be created.
     pub fn new(prefix: &str) -> Result<TempDir, String> {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or_default();
-        let dir = std::env::temp_dir().join(format!("{prefix}-{}-{nanos}", std::process::id()));
-        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        Ok(TempDir(dir))
+        tempfile::Builder::new()
+            .prefix(&format!("{prefix}-"))
+            .tempdir()
+            .map(|dir| TempDir(Some(dir)))
+            .map_err(|e| format!("creating a temporary directory: {e}"))
     }
 
     /// Where the directory is.
     pub fn path(&self) -> &Path {
-        &self.0
+        self.0
+            .as_ref()
+            .map_or(Path::new(""), tempfile::TempDir::path)
     }
 }
 
 impl Drop for TempDir {
     fn drop(&mut self) {
-        if std::env::var_os("SARTOR_KEEP_TEST_DIRS").is_none() {
-            let _ = std::fs::remove_dir_all(&self.0);
+        if std::env::var_os("SARTOR_KEEP_TEST_DIRS").is_some()
+            && let Some(dir) = self.0.take()
+        {
+            eprintln!("kept {}", dir.keep().display());
         }
     }
 }
