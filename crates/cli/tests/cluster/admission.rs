@@ -101,8 +101,9 @@ pub const EXAMPLE_MUTATORS: &[(&str, &[&str])] = &[
     ("modifyset.mutations.sartor.dev", &["no-debug-flag"]),
 ];
 
-/// The replica running, with examples/mutators applied and in force.
-pub fn examples_enforced(suite: &mut Suite) -> Result<(), String> {
+/// The replica running, with examples/mutators applied and in force; the
+/// replica's pod name.
+pub fn examples_enforced(suite: &mut Suite) -> Result<String, String> {
     let pod = replica(suite)?.pod.clone();
     suite
         .plane
@@ -110,7 +111,7 @@ pub fn examples_enforced(suite: &mut Suite) -> Result<(), String> {
     for (kind, names) in EXAMPLE_MUTATORS {
         wait_enforced(suite, kind, names, &pod)?;
     }
-    Ok(())
+    Ok(pod)
 }
 
 /// Server-set fields that say nothing about mutation.
@@ -341,12 +342,7 @@ fn wait_status(suite: &Suite, pod: &str, generation: i64) -> Result<(), String> 
 /// API server takes effect at each step, and its status entry says exactly
 /// what the replica enforces (uid, observed generation, operations).
 pub fn each_kind_created_updated_and_deleted_takes_effect(suite: &mut Suite) -> Result<(), String> {
-    examples_enforced(suite)?;
-    let pod = suite
-        .replica
-        .as_ref()
-        .map(|r| r.pod.clone())
-        .ok_or("no replica")?;
+    let pod = examples_enforced(suite)?;
     for (round, generation) in [(1_u8, 1_i64), (2, 2)] {
         suite
             .plane

@@ -224,12 +224,7 @@ fn secret_field(suite: &Suite, key: &str) -> Result<String, String> {
 pub fn a_certificate_near_expiry_is_rotated_under_the_same_ca(
     suite: &mut Suite,
 ) -> Result<(), String> {
-    examples_enforced(suite)?;
-    let pod = suite
-        .replica
-        .as_ref()
-        .map(|r| r.pod.clone())
-        .ok_or("no replica")?;
+    let pod = examples_enforced(suite)?;
     let (ca_cert, ca_key) = (
         secret_field(suite, "ca.crt")?,
         secret_field(suite, "ca.key")?,
