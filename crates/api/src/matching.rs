@@ -231,6 +231,14 @@ impl Wildcard {
     }
 }
 
+impl std::str::FromStr for Wildcard {
+    type Err = InvalidWildcard;
+
+    fn from_str(pattern: &str) -> Result<Wildcard, InvalidWildcard> {
+        Wildcard::new(pattern)
+    }
+}
+
 impl fmt::Display for Wildcard {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)

@@ -20,6 +20,8 @@ use sartor_webhook::{
     TlsFiles, Unlabelled, Webhook,
 };
 
+use sartor_api::Wildcard;
+
 use crate::{Outcome, load};
 
 /// Serve the mutating admission webhook.
@@ -119,10 +121,18 @@ pub struct ServeArgs {
     /// sartor's service account; its own requests are never mutated.
     #[arg(long, default_value = "sartor")]
     service_account: String,
-    /// A namespace whose objects are never mutated (besides sartor's own);
-    /// repeat the flag for more.
-    #[arg(long = "exclude-namespace", value_name = "NAME", default_values_t = ["kube-system".to_string()], action = clap::ArgAction::Append)]
-    exclude_namespaces: Vec<String>,
+    /// A namespace whose objects are never mutated (besides sartor's own):
+    /// a name, or a glob with `*` at the start and/or end (`kube-*`,
+    /// `*-system`) as in Gatekeeper's exempt namespaces; repeat the flag for
+    /// more.
+    #[arg(long = "exclude-namespace", value_name = "NAME", default_value = "kube-system", action = clap::ArgAction::Append)]
+    exclude_namespaces: Vec<Wildcard>,
+    /// Annotate each object sartor changes with `sartor.dev/mutations`, the
+    /// mutators that changed it: `KIND/NAME:GENERATION` (the mutator
+    /// object's `metadata.generation`, 0 for one read from a file), sorted
+    /// and joined by `, `, e.g. `Assign/always-pull:3, AssignImage/mirror:1`.
+    #[arg(long)]
+    mutation_annotations: bool,
     /// What to answer for an object that cannot be mutated (not converging,
     /// a setter error): admit it unmutated with a warning, or deny it.
     #[arg(long, value_enum, default_value_t = OnErrorArg::Allow)]
@@ -381,9 +391,9 @@ fn given_tls(args: &ServeArgs) -> Option<TlsFiles> {
 /// The skip rules and error policy from the flags.
 fn settings(args: &ServeArgs) -> Settings {
     let mut settings = Settings::new(&args.namespace, &args.service_account);
-    settings
-        .excluded_namespaces
-        .extend(args.exclude_namespaces.iter().cloned());
+    // The flag's default holds kube-system; given, the flags say it all.
+    settings.excluded_namespaces = args.exclude_namespaces.clone();
+    settings.mutation_annotations = args.mutation_annotations;
     settings.on_error = match args.on_error {
         OnErrorArg::Allow => OnError::Allow,
         OnErrorArg::Deny => OnError::Deny,

@@ -2,13 +2,12 @@
 //! a reply out. [`Webhook`] holds the current mutator snapshot; everything on
 //! the request path reads it and never waits on an update.
 
-use std::collections::BTreeSet;
 use std::sync::{Arc, RwLock};
 use std::time::Instant;
 
 use base64::Engine as _;
 use sartor_api::{
-    Document, GATEKEEPER_GROUP, GROUP, MutatorKind, Origin, json_type, parse_mutator,
+    Document, GATEKEEPER_GROUP, GROUP, MutatorKind, Origin, Wildcard, json_type, parse_mutator,
 };
 use sartor_engine::{Gvk, Mutator, MutatorId, Operation, Request, Source, System};
 use serde_json::Value;
@@ -41,24 +40,29 @@ pub struct Settings {
     /// sartor's own service account username
     /// (`system:serviceaccount:NAMESPACE:NAME`); its requests are never mutated.
     pub service_account: String,
-    /// Namespaces whose objects are never mutated.
-    pub excluded_namespaces: BTreeSet<String>,
+    /// Namespaces whose objects are never mutated: exact names or globs with
+    /// a leading and/or trailing `*` (`kube-*`, `*-system`), as Gatekeeper's
+    /// exempt namespaces.
+    pub excluded_namespaces: Vec<Wildcard>,
     /// What to answer when a mutation fails.
     pub on_error: OnError,
+    /// Whether a mutated object gets the `sartor.dev/mutations` annotation
+    /// naming the mutators that changed it (`--mutation-annotations`).
+    pub mutation_annotations: bool,
 }
 
 impl Settings {
     /// Settings for a server in `namespace` running as service account
-    /// `service_account`, excluding `kube-system` and its own namespace.
+    /// `service_account`, excluding `kube-system` and its own namespace,
+    /// without mutation annotations.
     pub fn new(namespace: &str, service_account: &str) -> Settings {
         Settings {
             namespace: namespace.to_string(),
             service_account: format!("system:serviceaccount:{namespace}:{service_account}"),
-            excluded_namespaces: ["kube-system", namespace]
-                .into_iter()
-                .map(str::to_string)
-                .collect(),
+            // Its own namespace is skipped by name (`Skip::OwnNamespace`).
+            excluded_namespaces: Wildcard::new("kube-system").into_iter().collect(),
             on_error: OnError::Allow,
+            mutation_annotations: false,
         }
     }
 }
@@ -160,7 +164,10 @@ impl Webhook {
     }
 
     /// Swaps in a new snapshot; requests in flight finish on the old one.
-    pub fn publish(&self, snapshot: Snapshot) {
+    pub fn publish(&self, mut snapshot: Snapshot) {
+        snapshot
+            .system
+            .set_annotate(self.settings.mutation_annotations);
         self.metrics
             .set_mutators(&snapshot.system, &snapshot.errors);
         let snapshot = Arc::new(snapshot);
@@ -338,7 +345,12 @@ impl Webhook {
         if namespace == self.settings.namespace {
             return Some(Skip::OwnNamespace);
         }
-        if self.settings.excluded_namespaces.contains(namespace) {
+        if self
+            .settings
+            .excluded_namespaces
+            .iter()
+            .any(|excluded| excluded.matches(namespace))
+        {
             return Some(Skip::ExcludedNamespace);
         }
         None

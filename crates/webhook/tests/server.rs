@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine as _;
-use sartor_api::{Input, MutatorKind, load_mutators};
+use sartor_api::{Input, MutatorKind, Wildcard, load_mutators};
 use sartor_engine::{Mutator, System};
 use sartor_tests::https::{self, Answer, HttpsClient, Options};
 use sartor_webhook::admission::MutatorCrd;
@@ -267,6 +267,38 @@ async fn a_pod_is_mutated_and_the_patch_turns_the_original_into_the_result() {
 }
 
 #[tokio::test]
+async fn mutation_annotations_name_the_mutators_only_when_enabled() {
+    let mut setup = Setup::new();
+    setup.settings.mutation_annotations = true;
+    let harness = setup.start("annotations").await;
+    let answer = harness
+        .mutate(&review("admission.k8s.io/v1", "CREATE", "shop", pod()))
+        .await;
+    assert_eq!(
+        decode_patch(&answer),
+        json!([
+            {"op": "add", "path": "/metadata/annotations", "value": {
+                "sartor.dev/mutations": "Assign/always-pull:0, AssignMetadata/owner:0",
+            }},
+            {"op": "add", "path": "/metadata/labels/owner", "value": "shop"},
+            {"op": "add", "path": "/spec/containers/0/imagePullPolicy", "value": "Always"},
+        ])
+    );
+    // Nothing to change, nothing to annotate.
+    let mut mutated = pod();
+    mutated["metadata"]["labels"]["owner"] = json!("shop");
+    mutated["spec"]["containers"][0]["imagePullPolicy"] = json!("Always");
+    assert_eq!(
+        harness
+            .mutate(&review("admission.k8s.io/v1", "CREATE", "shop", mutated))
+            .await,
+        allowed("admission.k8s.io/v1")
+    );
+    harness.stop().await;
+    // Off by default: the patch of a_pod_is_mutated_and_the_patch_turns_the_original_into_the_result.
+}
+
+#[tokio::test]
 async fn an_object_already_mutated_gets_no_patch() {
     let harness = Setup::new().start("unchanged").await;
     let mut object = pod();
@@ -329,7 +361,7 @@ async fn each_skip_rule_allows_without_a_patch() {
     setup
         .settings
         .excluded_namespaces
-        .insert("legacy".to_string());
+        .extend(["legacy", "team-*", "*-sandbox"].map(|glob| Wildcard::new(glob).unwrap()));
     let harness = setup.start("skips").await;
     let v1 = "admission.k8s.io/v1";
     let mut cases: Vec<(&str, Value)> = vec![
@@ -341,6 +373,14 @@ async fn each_skip_rule_allows_without_a_patch() {
             review(v1, "CREATE", "sartor-system", pod()),
         ),
         ("--exclude-namespace", review(v1, "CREATE", "legacy", pod())),
+        (
+            "--exclude-namespace team-*",
+            review(v1, "CREATE", "team-a", pod()),
+        ),
+        (
+            "--exclude-namespace *-sandbox",
+            review(v1, "CREATE", "dev-sandbox", pod()),
+        ),
     ];
     let mut own_account = review(v1, "CREATE", "shop", pod());
     own_account["request"]["userInfo"]["username"] =
@@ -366,7 +406,9 @@ async fn each_skip_rule_allows_without_a_patch() {
         assert_eq!(harness.mutate(&review).await, allowed(v1), "{rule}");
     }
     harness
-        .assert_metric("sartor_admission_requests_total{endpoint=\"mutate\",outcome=\"skipped\"} 9")
+        .assert_metric(
+            "sartor_admission_requests_total{endpoint=\"mutate\",outcome=\"skipped\"} 11",
+        )
         .await;
     harness.stop().await;
 }

@@ -376,3 +376,42 @@ pub fn each_kind_created_updated_and_deleted_takes_effect(suite: &mut Suite) -> 
         )
     })
 }
+
+/// With `--mutation-annotations`, an object sartor changed names the
+/// mutators that changed it, with their objects' generations; without the
+/// flag (every other trial), nothing is annotated.
+pub fn mutation_annotations_name_the_mutators_with_the_flag(
+    suite: &mut Suite,
+) -> Result<(), String> {
+    examples_enforced(suite)?;
+    same(
+        "annotations without the flag",
+        probe_pod(suite)?["metadata"]["annotations"].clone(),
+        Value::Null,
+    )?;
+    if let Some(old) = suite.replica.take() {
+        let _ = old.stop();
+    }
+    let port = crate::install::ensure(suite)?.webhook_port;
+    let annotating = Sartor::start(
+        suite,
+        "replica-annotating",
+        port,
+        &["--mutation-annotations"],
+    );
+    let result = annotating.and_then(|sartor| {
+        suite.replica = Some(sartor);
+        eventually("the annotation", Duration::from_secs(10), || {
+            same(
+                "annotations",
+                probe_pod(suite)?["metadata"]["annotations"].clone(),
+                serde_json::json!({"sartor.dev/mutations": "Assign/always-pull-pods:1, Assign/seccomp-runtime-default:1, AssignImage/pin-registry:1, AssignMetadata/owner-from-namespace:1"}),
+            )
+        })
+    });
+    // The other trials expect a replica without the flag.
+    if let Some(annotating) = suite.replica.take() {
+        let _ = annotating.stop();
+    }
+    result
+}
