@@ -1111,13 +1111,23 @@ fn the_mutating_webhook_is_exactly_the_contract() {
         timeout_seconds: Some(1),
         admission_review_versions: vec!["v1".to_string(), "v1beta1".to_string()],
         match_policy: Some("Exact".to_string()),
-        rules: Some(vec![RuleWithOperations {
-            api_groups: strings(&["*"]),
-            api_versions: strings(&["*"]),
-            resources: strings(&["*"]),
-            operations: strings(&["CREATE", "UPDATE"]),
-            scope: Some("*".to_string()),
-        }]),
+        rules: Some(vec![
+            RuleWithOperations {
+                api_groups: strings(&["*"]),
+                api_versions: strings(&["*"]),
+                resources: strings(&["*"]),
+                operations: strings(&["CREATE", "UPDATE"]),
+                scope: Some("*".to_string()),
+            },
+            // Debug containers: `*` matches no subresource.
+            RuleWithOperations {
+                api_groups: strings(&[""]),
+                api_versions: strings(&["v1"]),
+                resources: strings(&["pods/ephemeralcontainers"]),
+                operations: strings(&["UPDATE"]),
+                scope: Some("Namespaced".to_string()),
+            },
+        ]),
         namespace_selector: Some(LabelSelector {
             match_expressions: Some(vec![
                 LabelSelectorRequirement {

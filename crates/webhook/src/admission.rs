@@ -127,6 +127,35 @@ impl std::fmt::Debug for Webhook {
     }
 }
 
+/// Whether `request` adds or changes a Pod's ephemeral containers
+/// (`kubectl debug`): the `pods/ephemeralcontainers` subresource, whose
+/// object is the whole Pod but of which the API server keeps only
+/// `spec.ephemeralContainers`.
+fn is_ephemeral_containers(request: &AdmissionRequest) -> bool {
+    request.sub_resource == "ephemeralcontainers"
+        && request.kind.group.is_empty()
+        && request.kind.kind == "Pod"
+}
+
+/// `original` with `spec.ephemeralContainers` as in `mutated`, and nothing
+/// else of `mutated`: a patch to the ephemeralcontainers subresource that
+/// touched other fields would be ignored or refused by the API server.
+fn with_ephemeral_containers_of(original: &Value, mutated: &Value) -> Value {
+    let mut confined = original.clone();
+    let containers = mutated.pointer("/spec/ephemeralContainers").cloned();
+    if let Some(spec) = confined.get_mut("spec").and_then(Value::as_object_mut) {
+        match containers {
+            Some(containers) => {
+                spec.insert("ephemeralContainers".to_string(), containers);
+            }
+            None => {
+                spec.remove("ephemeralContainers");
+            }
+        }
+    }
+    confined
+}
+
 /// Why a mutation was skipped, for the debug log.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Skip {
@@ -273,6 +302,9 @@ impl Webhook {
         if !mutation.changed() {
             return Ok((AdmissionResponse::allow(uid), "unchanged"));
         }
+        if is_ephemeral_containers(request) {
+            mutated = with_ephemeral_containers_of(object, &mutated);
+        }
         // Changes may cancel out (a pass that ends where it started).
         let patch = json_patch::diff(object, &mutated);
         if patch.0.is_empty() {
@@ -328,7 +360,7 @@ impl Webhook {
     }
 
     fn skip(&self, request: &AdmissionRequest) -> Option<Skip> {
-        if !request.sub_resource.is_empty() {
+        if !request.sub_resource.is_empty() && !is_ephemeral_containers(request) {
             return Some(Skip::Subresource);
         }
         if request.kind.group == GROUP || request.kind.group == GATEKEEPER_GROUP {

@@ -267,6 +267,43 @@ async fn a_pod_is_mutated_and_the_patch_turns_the_original_into_the_result() {
 }
 
 #[tokio::test]
+async fn an_ephemeral_container_request_gets_a_patch_confined_to_ephemeral_containers() {
+    let mut setup = Setup::new();
+    setup.mutators = Some("ephemeral.yaml");
+    let harness = setup.start("ephemeral").await;
+    // kubectl debug: an UPDATE of pods/ephemeralcontainers carrying the whole
+    // Pod, of which only spec.ephemeralContainers may change.
+    let mut debugged = pod();
+    debugged["spec"]["ephemeralContainers"] = json!([{"name": "debugger", "image": "busybox"}]);
+    let mut request = review("admission.k8s.io/v1", "UPDATE", "shop", debugged);
+    request["request"]["subResource"] = json!("ephemeralcontainers");
+    let answer = harness.mutate(&request).await;
+    // always-pull and the owner label would change the containers and the
+    // labels: left out; only the debug container's pull policy is patched.
+    assert_eq!(
+        decode_patch(&answer),
+        json!([
+            {"op": "add", "path": "/spec/ephemeralContainers/0/imagePullPolicy", "value": "Always"},
+        ])
+    );
+    // Other subresources stay skipped, even with a Pod in them.
+    let mut status = review("admission.k8s.io/v1", "UPDATE", "shop", pod());
+    status["request"]["subResource"] = json!("status");
+    assert_eq!(
+        harness.mutate(&status).await,
+        allowed("admission.k8s.io/v1")
+    );
+    // Nothing to change in the ephemeral containers: no patch at all.
+    let mut request = review("admission.k8s.io/v1", "UPDATE", "shop", pod());
+    request["request"]["subResource"] = json!("ephemeralcontainers");
+    assert_eq!(
+        harness.mutate(&request).await,
+        allowed("admission.k8s.io/v1")
+    );
+    harness.stop().await;
+}
+
+#[tokio::test]
 async fn mutation_annotations_name_the_mutators_only_when_enabled() {
     let mut setup = Setup::new();
     setup.settings.mutation_annotations = true;

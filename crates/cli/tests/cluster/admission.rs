@@ -415,3 +415,108 @@ pub fn mutation_annotations_name_the_mutators_with_the_flag(
     }
     result
 }
+
+/// `kubectl debug` adds a container through the `pods/ephemeralcontainers`
+/// subresource: the install's rules send it to sartor, a mutator whose
+/// location is under `spec.ephemeralContainers` reaches the debug
+/// container, and nothing else of the Pod is patched.
+pub fn debug_containers_are_mutated_through_their_subresource(
+    suite: &mut Suite,
+) -> Result<(), String> {
+    examples_enforced(suite)?;
+    let pod = suite
+        .replica
+        .as_ref()
+        .map(|r| r.pod.clone())
+        .ok_or("no replica")?;
+    let plane = &suite.plane;
+    let _ = plane.kubectl(&[
+        "delete",
+        "pod",
+        "debug-target",
+        "-n",
+        "default",
+        "--ignore-not-found",
+    ]);
+    plane.kubectl_with_input(
+        &["create", "-f", "-"],
+        Some("apiVersion: v1\nkind: Pod\nmetadata:\n  name: debug-target\n  namespace: default\nspec:\n  containers:\n  - name: app\n    image: shop/app:1.0\n"),
+    )?;
+    let before =
+        json(&plane.kubectl(&["get", "pod", "debug-target", "-n", "default", "-o", "json"])?)?;
+    plane.kubectl_with_input(
+        &["apply", "-f", "-"],
+        Some(
+            "apiVersion: mutations.sartor.dev/v1
+kind: Assign
+metadata: {name: always-pull-debug}
+spec:
+  applyTo: [{groups: [''], versions: [v1], kinds: [Pod]}]
+  location: 'spec.ephemeralContainers[name: *].imagePullPolicy'
+  parameters: {assign: {value: Always}}
+---
+apiVersion: mutations.sartor.dev/v1
+kind: AssignMetadata
+metadata: {name: debugged-label}
+spec:
+  location: metadata.labels.debugged
+  parameters: {assign: {value: 'yes'}}
+",
+        ),
+    )?;
+    wait_enforced(
+        suite,
+        "assign.mutations.sartor.dev",
+        &["always-pull-debug"],
+        &pod,
+    )?;
+    wait_enforced(
+        suite,
+        "assignmetadata.mutations.sartor.dev",
+        &["debugged-label"],
+        &pod,
+    )?;
+    plane.kubectl(&[
+        "debug",
+        "debug-target",
+        "-n",
+        "default",
+        "--image=busybox:1.36",
+        "--container=debugger",
+    ])?;
+    let after =
+        json(&plane.kubectl(&["get", "pod", "debug-target", "-n", "default", "-o", "json"])?)?;
+    let debugger = &after["spec"]["ephemeralContainers"][0];
+    let result = same(
+        "the debug container and the rest of the Pod",
+        (
+            debugger["name"].as_str(),
+            debugger["image"].as_str(),
+            debugger["imagePullPolicy"].as_str(),
+            &after["metadata"]["labels"],
+            &after["spec"]["containers"],
+        ),
+        (
+            Some("debugger"),
+            Some("busybox:1.36"),
+            Some("Always"),
+            &before["metadata"]["labels"],
+            &before["spec"]["containers"],
+        ),
+    );
+    plane.kubectl(&["delete", "assign.mutations.sartor.dev", "always-pull-debug"])?;
+    plane.kubectl(&[
+        "delete",
+        "assignmetadata.mutations.sartor.dev",
+        "debugged-label",
+    ])?;
+    plane.kubectl(&[
+        "delete",
+        "pod",
+        "debug-target",
+        "-n",
+        "default",
+        "--wait=false",
+    ])?;
+    result
+}

@@ -64,6 +64,7 @@ const TRIALS: &[Check<Suite>] = trials![
     admission::validating_webhook_denies_a_broken_mutator,
     admission::each_kind_created_updated_and_deleted_takes_effect,
     admission::mutation_annotations_name_the_mutators_with_the_flag,
+    admission::debug_containers_are_mutated_through_their_subresource,
     lifecycle::two_replicas_each_own_their_status_entry,
     lifecycle::managed_certificates_are_created_injected_and_replaced,
     lifecycle::a_certificate_near_expiry_is_rotated_under_the_same_ca,
