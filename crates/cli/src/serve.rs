@@ -127,6 +127,13 @@ pub struct ServeArgs {
     /// more.
     #[arg(long = "exclude-namespace", value_name = "NAME", default_value = "kube-system", action = clap::ArgAction::Append)]
     exclude_namespaces: Vec<Wildcard>,
+    /// A namespace that may be given the exemption label
+    /// `admission.sartor.dev/ignore` (a name, or a glob with `*` at the start
+    /// and/or end); repeat the flag for more. The validating webhook denies
+    /// adding or changing the label on any other namespace but sartor's own
+    /// (--namespace); removing it is always allowed.
+    #[arg(long = "exemptable-namespace", value_name = "NAME")]
+    exemptable_namespaces: Vec<Wildcard>,
     /// Annotate each object sartor changes with `sartor.dev/mutations`, the
     /// mutators that changed it: `KIND/NAME:GENERATION` (the mutator
     /// object's `metadata.generation`, 0 for one read from a file), sorted
@@ -394,6 +401,7 @@ fn settings(args: &ServeArgs) -> Settings {
     // The flag's default holds kube-system; given, the flags say it all.
     settings.excluded_namespaces = args.exclude_namespaces.clone();
     settings.mutation_annotations = args.mutation_annotations;
+    settings.exemptable_namespaces = args.exemptable_namespaces.clone();
     settings.on_error = match args.on_error {
         OnErrorArg::Allow => OnError::Allow,
         OnErrorArg::Deny => OnError::Deny,

@@ -1074,8 +1074,10 @@ fn the_rbac_kinds_are_the_crds() {
     plurals.sort_unstable();
     assert_eq!(plurals, KINDS);
     let rules = validating_webhook(&install).rules.clone().unwrap();
-    assert_eq!(rules.len(), 1);
+    // The mutator kinds, then the namespace exemption guard.
+    assert_eq!(rules.len(), 2);
     assert_eq!(rules[0].resources, strings(KINDS));
+    assert_eq!(rules[1].resources, strings(&["namespaces"]));
     let scopes: BTreeSet<&str> = install
         .crds
         .iter()
@@ -1168,13 +1170,23 @@ fn the_validating_webhook_is_exactly_the_contract() {
         side_effects: "None".to_string(),
         timeout_seconds: Some(3),
         admission_review_versions: vec!["v1".to_string(), "v1beta1".to_string()],
-        rules: Some(vec![RuleWithOperations {
-            api_groups: strings(&["mutations.sartor.dev"]),
-            api_versions: strings(&["*"]),
-            resources: strings(KINDS),
-            operations: strings(&["CREATE", "UPDATE"]),
-            scope: Some("Cluster".to_string()),
-        }]),
+        rules: Some(vec![
+            RuleWithOperations {
+                api_groups: strings(&["mutations.sartor.dev"]),
+                api_versions: strings(&["*"]),
+                resources: strings(KINDS),
+                operations: strings(&["CREATE", "UPDATE"]),
+                scope: Some("Cluster".to_string()),
+            },
+            // The exemption label's guard.
+            RuleWithOperations {
+                api_groups: strings(&[""]),
+                api_versions: strings(&["v1"]),
+                resources: strings(&["namespaces"]),
+                operations: strings(&["CREATE", "UPDATE"]),
+                scope: Some("Cluster".to_string()),
+            },
+        ]),
         ..ValidatingWebhook::default()
     };
     assert_eq!(validating_webhook(&install), &want);

@@ -46,6 +46,10 @@ pub struct Settings {
     pub excluded_namespaces: Vec<Wildcard>,
     /// What to answer when a mutation fails.
     pub on_error: OnError,
+    /// Namespaces that may be given the exemption label [`EXEMPTION_LABEL`]
+    /// (names or globs), besides sartor's own; `/v1/validate` denies it to
+    /// every other (`--exemptable-namespace`).
+    pub exemptable_namespaces: Vec<Wildcard>,
     /// Whether a mutated object gets the `sartor.dev/mutations` annotation
     /// naming the mutators that changed it (`--mutation-annotations`).
     pub mutation_annotations: bool,
@@ -62,6 +66,7 @@ impl Settings {
             // Its own namespace is skipped by name (`Skip::OwnNamespace`).
             excluded_namespaces: Wildcard::new("kube-system").into_iter().collect(),
             on_error: OnError::Allow,
+            exemptable_namespaces: Vec::new(),
             mutation_annotations: false,
         }
     }
@@ -126,6 +131,10 @@ impl std::fmt::Debug for Webhook {
             .finish_non_exhaustive()
     }
 }
+
+/// The label that exempts a namespace from mutation: the install's mutating
+/// webhook skips namespaces that carry it (any value).
+pub const EXEMPTION_LABEL: &str = "admission.sartor.dev/ignore";
 
 /// Whether `request` adds or changes a Pod's ephemeral containers
 /// (`kubectl debug`): the `pods/ephemeralcontainers` subresource, whose
@@ -396,9 +405,16 @@ impl Webhook {
             Err(error) => return bad_request(&error),
         };
         let uid = request.uid.as_str();
+        if !matches!(request.operation.as_str(), "CREATE" | "UPDATE") {
+            return review_reply(AdmissionResponse::allow(uid), &version, "skipped");
+        }
+        if request.kind.group.is_empty() && request.kind.kind == "Namespace" {
+            let (response, outcome) = self.validate_namespace(&request);
+            return review_reply(response, &version, outcome);
+        }
         let is_mutator = (request.kind.group == GROUP || request.kind.group == GATEKEEPER_GROUP)
             && request.kind.kind.parse::<MutatorKind>().is_ok();
-        if !is_mutator || !matches!(request.operation.as_str(), "CREATE" | "UPDATE") {
+        if !is_mutator {
             return review_reply(AdmissionResponse::allow(uid), &version, "skipped");
         }
         let object = match &request.object {
@@ -408,6 +424,41 @@ impl Webhook {
         };
         let (response, outcome) = self.validate_mutator(uid, object);
         review_reply(response, &version, outcome)
+    }
+
+    /// Guards the exemption label: a Namespace may be given
+    /// [`EXEMPTION_LABEL`], or have its value changed, only if it is sartor's
+    /// own or allowed by `exemptable_namespaces`. Removing the label (which
+    /// only brings mutation back) and updates that leave it as it was are
+    /// always allowed.
+    fn validate_namespace(&self, request: &AdmissionRequest) -> (AdmissionResponse, &'static str) {
+        let uid = request.uid.as_str();
+        let label = |object: &Option<Value>| {
+            object
+                .as_ref()
+                .and_then(|o| o.pointer("/metadata/labels"))
+                .and_then(|labels| labels.get(EXEMPTION_LABEL))
+                .cloned()
+        };
+        let (new, old) = (label(&request.object), label(&request.old_object));
+        if new.is_none() || new == old {
+            return (AdmissionResponse::allow(uid), "allowed");
+        }
+        let name = namespace_object_name(request);
+        let exemptable = &self.settings.exemptable_namespaces;
+        if name == self.settings.namespace || exemptable.iter().any(|w| w.matches(name)) {
+            return (AdmissionResponse::allow(uid), "allowed");
+        }
+        let allowed: Vec<&str> = std::iter::once(self.settings.namespace.as_str())
+            .chain(exemptable.iter().map(Wildcard::as_str))
+            .collect();
+        let message = format!(
+            "namespace {name:?} may not be given the label {EXEMPTION_LABEL}: it exempts the \
+             namespace from sartor's mutations, and only these namespaces may carry it: {} \
+             (sartor serve --exemptable-namespace)",
+            allowed.join(", ")
+        );
+        (AdmissionResponse::deny(uid, 403, message), "denied")
     }
 
     fn validate_mutator(&self, uid: &str, object: &Value) -> (AdmissionResponse, &'static str) {

@@ -49,6 +49,9 @@ pub struct AdmissionRequest {
     /// The object being admitted (absent on DELETE).
     #[serde(default)]
     pub object: Option<Value>,
+    /// The object as it was before an UPDATE (absent on CREATE).
+    #[serde(default)]
+    pub old_object: Option<Value>,
     /// Whether the request has no side effects beyond admission.
     #[serde(default)]
     pub dry_run: Option<bool>,

@@ -926,6 +926,115 @@ async fn validate_denies_invalid_mutators_and_warns_of_conflicts() {
     harness.stop().await;
 }
 
+/// A v1 review of a Namespace `name` going from `old` labels (no old object
+/// when `None`: a CREATE) to `new` labels.
+fn namespace_review(name: &str, old: Option<Value>, new: Value) -> Value {
+    let namespace = |labels: Value| json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}});
+    json!({
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": UID,
+            "kind": {"group": "", "version": "v1", "kind": "Namespace"},
+            "resource": {"group": "", "version": "v1", "resource": "namespaces"},
+            "name": name,
+            "operation": if old.is_some() { "UPDATE" } else { "CREATE" },
+            "userInfo": {"username": "alice"},
+            "object": namespace(new),
+            "oldObject": old.map(namespace),
+        },
+    })
+}
+
+#[tokio::test]
+async fn the_exemption_label_is_guarded_outside_the_exemptable_namespaces() {
+    let mut setup = Setup::new();
+    setup.settings.exemptable_namespaces = vec![Wildcard::new("kube-*").unwrap()];
+    let harness = setup.start("exemption").await;
+    let mut client = harness.client().await;
+    let mut answer = async |review: Value| -> Value {
+        let answer = client
+            .post("/v1/validate", review.to_string())
+            .await
+            .unwrap();
+        serde_json::from_str::<Value>(&answer.body).unwrap()["response"].clone()
+    };
+    let allowed = json!({"uid": UID, "allowed": true});
+    let denied = |name: &str| {
+        json!({"uid": UID, "allowed": false, "status": {"code": 403, "message": format!(
+            "namespace \"{name}\" may not be given the label admission.sartor.dev/ignore: it exempts the namespace from sartor's mutations, and only these namespaces may carry it: sartor-system, kube-* (sartor serve --exemptable-namespace)"
+        )}})
+    };
+    let ignore = |value: &str| json!({"admission.sartor.dev/ignore": value, "team": "a"});
+    // Added on create, added on update, changed: denied outside the list.
+    assert_eq!(
+        answer(namespace_review("shop", None, ignore("true"))).await,
+        denied("shop")
+    );
+    assert_eq!(
+        answer(namespace_review(
+            "shop",
+            Some(json!({"team": "a"})),
+            ignore("true")
+        ))
+        .await,
+        denied("shop")
+    );
+    assert_eq!(
+        answer(namespace_review(
+            "shop",
+            Some(ignore("true")),
+            ignore("false")
+        ))
+        .await,
+        denied("shop")
+    );
+    // Removed, or left as it was: allowed.
+    assert_eq!(
+        answer(namespace_review(
+            "shop",
+            Some(ignore("true")),
+            json!({"team": "a"})
+        ))
+        .await,
+        allowed
+    );
+    assert_eq!(
+        answer(namespace_review(
+            "shop",
+            Some(ignore("true")),
+            ignore("true")
+        ))
+        .await,
+        allowed
+    );
+    // sartor's own namespace and the allow-list's: allowed.
+    assert_eq!(
+        answer(namespace_review("sartor-system", None, ignore("true"))).await,
+        allowed
+    );
+    assert_eq!(
+        answer(namespace_review(
+            "kube-node-lease",
+            Some(json!({})),
+            ignore("true")
+        ))
+        .await,
+        allowed
+    );
+    // Other labels are nobody's business here.
+    assert_eq!(
+        answer(namespace_review(
+            "shop",
+            Some(json!({})),
+            json!({"team": "b"})
+        ))
+        .await,
+        allowed
+    );
+    harness.stop().await;
+}
+
 // === TLS ===
 
 #[tokio::test]

@@ -520,3 +520,68 @@ spec:
     ])?;
     result
 }
+
+/// The exemption label is guarded by the validating webhook: `kubectl
+/// label` is denied outside sartor's namespace and `--exemptable-namespace`
+/// with the webhook's message; removing it is allowed; the documented escape
+/// hatch (the guard's rule taken out of the validating configuration, then
+/// the install re-applied) lets an admin label one anyway.
+pub fn the_exemption_label_is_guarded(suite: &mut Suite) -> Result<(), String> {
+    replica(suite)?;
+    let overlay = suite
+        .install
+        .as_ref()
+        .map(|i| i.overlay.display().to_string())
+        .ok_or("no install")?;
+    let plane = &suite.plane;
+    plane.kubectl_with_input(
+        &["apply", "-f", "-"],
+        Some("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: guarded\n"),
+    )?;
+    let label = [
+        "label",
+        "namespace",
+        "guarded",
+        "admission.sartor.dev/ignore=true",
+    ];
+    same(
+        "kubectl label outside the allow-list",
+        plane.kubectl(&label),
+        Err("kubectl label namespace guarded admission.sartor.dev/ignore=true: Error from server: admission webhook \"validation.sartor.dev\" denied the request: namespace \"guarded\" may not be given the label admission.sartor.dev/ignore: it exempts the namespace from sartor's mutations, and only these namespaces may carry it: sartor-system, prod-shop-twin (sartor serve --exemptable-namespace)".to_string()),
+    )?;
+    // The escape hatch, as docs/operations.md gives it.
+    plane.kubectl(&[
+        "patch",
+        "validatingwebhookconfiguration",
+        "sartor-validating",
+        "--type=json",
+        "-p",
+        r#"[{"op":"remove","path":"/webhooks/0/rules/1"}]"#,
+    ])?;
+    eventually(
+        "the label allowed without the guard",
+        Duration::from_secs(10),
+        || plane.kubectl(&label),
+    )?;
+    plane.kubectl(&["apply", "-k", &overlay])?;
+    eventually("the guard back", Duration::from_secs(10), || {
+        match plane.kubectl(&[
+            "label",
+            "namespace",
+            "guarded",
+            "--overwrite",
+            "admission.sartor.dev/ignore=changed",
+        ]) {
+            Err(error) if error.contains("denied the request") => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    })?;
+    // Removing it only brings mutation back: allowed.
+    plane.kubectl(&[
+        "label",
+        "namespace",
+        "guarded",
+        "admission.sartor.dev/ignore-",
+    ])?;
+    Ok(())
+}

@@ -65,6 +65,7 @@ const TRIALS: &[Check<Suite>] = trials![
     admission::each_kind_created_updated_and_deleted_takes_effect,
     admission::mutation_annotations_name_the_mutators_with_the_flag,
     admission::debug_containers_are_mutated_through_their_subresource,
+    admission::the_exemption_label_is_guarded,
     lifecycle::two_replicas_each_own_their_status_entry,
     lifecycle::managed_certificates_are_created_injected_and_replaced,
     lifecycle::a_certificate_near_expiry_is_rotated_under_the_same_ca,
@@ -227,6 +228,10 @@ impl Sartor {
             &cert_dir.display().to_string(),
             "--cert-check-interval",
             "1",
+            // The twin namespace of admission::objects_are_stored_as_sartor_mutate_predicts
+            // carries the exemption label, which the validating webhook guards.
+            "--exemptable-namespace",
+            "prod-shop-twin",
         ]
         .iter()
         .map(|s| (*s).to_string())
