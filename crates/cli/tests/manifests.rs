@@ -323,13 +323,20 @@ fn mutating_webhook(install: &Install) -> &MutatingWebhook {
     &webhooks[0]
 }
 
-fn validating_webhook(install: &Install) -> &ValidatingWebhook {
+/// The validating webhook called `name`; the configuration holds exactly
+/// the mutator check and the exemption-label guard.
+fn validating_webhook_named<'a>(install: &'a Install, name: &str) -> &'a ValidatingWebhook {
     let webhooks = only(&install.validating, "ValidatingWebhookConfiguration")
         .webhooks
         .as_deref()
         .unwrap_or_default();
-    assert_eq!(webhooks.len(), 1);
-    &webhooks[0]
+    let names: Vec<&str> = webhooks.iter().map(|w| w.name.as_str()).collect();
+    assert_eq!(names, ["validation.sartor.dev", "exemption.sartor.dev"]);
+    webhooks.iter().find(|w| w.name == name).unwrap()
+}
+
+fn validating_webhook(install: &Install) -> &ValidatingWebhook {
+    validating_webhook_named(install, "validation.sartor.dev")
 }
 
 /// The container port called `port_name`.
@@ -1074,10 +1081,8 @@ fn the_rbac_kinds_are_the_crds() {
     plurals.sort_unstable();
     assert_eq!(plurals, KINDS);
     let rules = validating_webhook(&install).rules.clone().unwrap();
-    // The mutator kinds, then the namespace exemption guard.
-    assert_eq!(rules.len(), 2);
+    assert_eq!(rules.len(), 1);
     assert_eq!(rules[0].resources, strings(KINDS));
-    assert_eq!(rules[1].resources, strings(&["namespaces"]));
     let scopes: BTreeSet<&str> = install
         .crds
         .iter()
@@ -1170,26 +1175,42 @@ fn the_validating_webhook_is_exactly_the_contract() {
         side_effects: "None".to_string(),
         timeout_seconds: Some(3),
         admission_review_versions: vec!["v1".to_string(), "v1beta1".to_string()],
-        rules: Some(vec![
-            RuleWithOperations {
-                api_groups: strings(&["mutations.sartor.dev"]),
-                api_versions: strings(&["*"]),
-                resources: strings(KINDS),
-                operations: strings(&["CREATE", "UPDATE"]),
-                scope: Some("Cluster".to_string()),
-            },
-            // The exemption label's guard.
-            RuleWithOperations {
-                api_groups: strings(&[""]),
-                api_versions: strings(&["v1"]),
-                resources: strings(&["namespaces"]),
-                operations: strings(&["CREATE", "UPDATE"]),
-                scope: Some("Cluster".to_string()),
-            },
-        ]),
+        rules: Some(vec![RuleWithOperations {
+            api_groups: strings(&["mutations.sartor.dev"]),
+            api_versions: strings(&["*"]),
+            resources: strings(KINDS),
+            operations: strings(&["CREATE", "UPDATE"]),
+            scope: Some("Cluster".to_string()),
+        }]),
         ..ValidatingWebhook::default()
     };
     assert_eq!(validating_webhook(&install), &want);
+    // The exemption-label guard: the same endpoint, only namespaces that
+    // carry the label (before or after), every way of writing their labels,
+    // and never blocking when sartor is down.
+    let guard = ValidatingWebhook {
+        name: "exemption.sartor.dev".to_string(),
+        rules: Some(vec![RuleWithOperations {
+            api_groups: strings(&[""]),
+            api_versions: strings(&["v1"]),
+            resources: strings(&["namespaces", "namespaces/status", "namespaces/finalize"]),
+            operations: strings(&["CREATE", "UPDATE"]),
+            scope: Some("Cluster".to_string()),
+        }]),
+        object_selector: Some(LabelSelector {
+            match_expressions: Some(vec![LabelSelectorRequirement {
+                key: "admission.sartor.dev/ignore".to_string(),
+                operator: "Exists".to_string(),
+                values: None,
+            }]),
+            match_labels: None,
+        }),
+        ..want
+    };
+    assert_eq!(
+        validating_webhook_named(&install, "exemption.sartor.dev"),
+        &guard
+    );
 }
 
 // === namespaceSelector ===

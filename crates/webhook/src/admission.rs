@@ -146,19 +146,43 @@ fn is_ephemeral_containers(request: &AdmissionRequest) -> bool {
         && request.kind.kind == "Pod"
 }
 
-/// `original` with `spec.ephemeralContainers` as in `mutated`, and nothing
-/// else of `mutated`: a patch to the ephemeralcontainers subresource that
-/// touched other fields would be ignored or refused by the API server.
-fn with_ephemeral_containers_of(original: &Value, mutated: &Value) -> Value {
+/// `original` with the ephemeral containers this request adds as in
+/// `mutated`, and nothing else of `mutated`: the API server ignores or
+/// refuses any other change through this subresource, including one to an
+/// ephemeral container the Pod already had (`old`'s, by name).
+fn with_ephemeral_containers_of(original: &Value, mutated: &Value, old: Option<&Value>) -> Value {
+    let existing: Vec<&str> = old
+        .and_then(|old| old.pointer("/spec/ephemeralContainers"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|container| container.get("name").and_then(Value::as_str))
+        .collect();
+    let added = |container: &&Value| {
+        container
+            .get("name")
+            .and_then(Value::as_str)
+            .is_some_and(|name| !existing.contains(&name))
+    };
+    let mutated_added: Vec<&Value> = mutated
+        .pointer("/spec/ephemeralContainers")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(added)
+        .collect();
     let mut confined = original.clone();
-    let containers = mutated.pointer("/spec/ephemeralContainers").cloned();
-    if let Some(spec) = confined.get_mut("spec").and_then(Value::as_object_mut) {
-        match containers {
-            Some(containers) => {
-                spec.insert("ephemeralContainers".to_string(), containers);
+    if let Some(Value::Array(containers)) = confined.pointer_mut("/spec/ephemeralContainers") {
+        for container in containers.iter_mut() {
+            if !added(&&*container) {
+                continue;
             }
-            None => {
-                spec.remove("ephemeralContainers");
+            let name = container.get("name").cloned();
+            if let Some(mutated) = mutated_added
+                .iter()
+                .find(|m| m.get("name") == name.as_ref())
+            {
+                *container = (*mutated).clone();
             }
         }
     }
@@ -312,7 +336,7 @@ impl Webhook {
             return Ok((AdmissionResponse::allow(uid), "unchanged"));
         }
         if is_ephemeral_containers(request) {
-            mutated = with_ephemeral_containers_of(object, &mutated);
+            mutated = with_ephemeral_containers_of(object, &mutated, request.old_object.as_ref());
         }
         // Changes may cancel out (a pass that ends where it started).
         let patch = json_patch::diff(object, &mutated);

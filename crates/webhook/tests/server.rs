@@ -286,6 +286,24 @@ async fn an_ephemeral_container_request_gets_a_patch_confined_to_ephemeral_conta
             {"op": "add", "path": "/spec/ephemeralContainers/0/imagePullPolicy", "value": "Always"},
         ])
     );
+    // A Pod that already has a debug container: that one may not change
+    // (the API server refuses it), only the one this request adds.
+    let mut before = pod();
+    before["spec"]["ephemeralContainers"] = json!([{"name": "old", "image": "busybox"}]);
+    let mut again = before.clone();
+    again["spec"]["ephemeralContainers"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"name": "debugger", "image": "busybox"}));
+    let mut request = review("admission.k8s.io/v1", "UPDATE", "shop", again);
+    request["request"]["subResource"] = json!("ephemeralcontainers");
+    request["request"]["oldObject"] = before;
+    assert_eq!(
+        decode_patch(&harness.mutate(&request).await),
+        json!([
+            {"op": "add", "path": "/spec/ephemeralContainers/1/imagePullPolicy", "value": "Always"},
+        ])
+    );
     // Other subresources stay skipped, even with a Pod in them.
     let mut status = review("admission.k8s.io/v1", "UPDATE", "shop", pod());
     status["request"]["subResource"] = json!("status");

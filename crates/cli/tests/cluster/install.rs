@@ -34,7 +34,14 @@ patches:
 {validating}"#,
         manifests = relative_to(&dir, &crate::repo().join("manifests")),
         mutating = indent(&port_patch, 4),
-        validating = indent(&port_patch, 4),
+        // The mutator check and the exemption-label guard.
+        validating = indent(
+            &format!(
+                "{port_patch}{}",
+                port_patch.replace("/webhooks/0/", "/webhooks/1/")
+            ),
+            4
+        ),
     );
     std::fs::write(dir.join("kustomization.yaml"), kustomization).map_err(|e| e.to_string())?;
     Ok(dir)
