@@ -12,6 +12,7 @@ use std::time::{Duration, SystemTime};
 
 use anyhow::Context as _;
 use clap::{Args, ValueEnum};
+use sartor_api::Wildcard;
 use sartor_controller::{
     CertManager, CertOptions, MutatorWatch, NamespaceCache, StatusLimits, StatusWriter,
 };
@@ -19,8 +20,6 @@ use sartor_webhook::{
     Config, Fixed, Limits, Metrics, Namespaces, OnError, SelfSigned, Server, Settings, Snapshot,
     TlsFiles, Unlabelled, Webhook,
 };
-
-use sartor_api::Wildcard;
 
 use crate::{Outcome, load};
 

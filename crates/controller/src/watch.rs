@@ -165,20 +165,21 @@ impl MutatorWatch {
             // Told before the snapshot is published: `/readyz` turns 200
             // already naming the CRDs that are missing.
             let missing: Vec<bool> = kinds.iter().map(|kind| kind.missing).collect();
+            // With no kind of sartor's served at all the install (or the
+            // API server's address) is wrong: a replica that turned ready
+            // would silently enforce nothing.
+            let hold = !published && none_of_sartors_served(&self.watched, &missing);
             if reported_missing.as_ref() != Some(&missing) {
                 self.webhook.set_crds(crds(&self.watched, &missing));
-                if !published && none_of_sartors_served(&self.watched, &missing) {
+                if hold {
                     tracing::warn!(
                         install = INSTALL_SARTOR,
                         "none of sartor's mutator CRDs is served; not ready until one is"
                     );
                 }
-                reported_missing = Some(missing.clone());
+                reported_missing = Some(missing);
             }
-            // With no kind of sartor's served at all the install (or the
-            // API server's address) is wrong: a replica that turned ready
-            // would silently enforce nothing.
-            if !published && none_of_sartors_served(&self.watched, &missing) {
+            if hold {
                 continue;
             }
             // A mutator that does not compile changes no System, but the

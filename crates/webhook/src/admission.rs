@@ -151,38 +151,24 @@ fn is_ephemeral_containers(request: &AdmissionRequest) -> bool {
 /// refuses any other change through this subresource, including one to an
 /// ephemeral container the Pod already had (`old`'s, by name).
 fn with_ephemeral_containers_of(original: &Value, mutated: &Value, old: Option<&Value>) -> Value {
-    let existing: Vec<&str> = old
-        .and_then(|old| old.pointer("/spec/ephemeralContainers"))
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|container| container.get("name").and_then(Value::as_str))
-        .collect();
-    let added = |container: &&Value| {
-        container
-            .get("name")
-            .and_then(Value::as_str)
-            .is_some_and(|name| !existing.contains(&name))
+    let containers = |object: Option<&Value>| -> Vec<Value> {
+        object
+            .and_then(|o| o.pointer("/spec/ephemeralContainers"))
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
     };
-    let mutated_added: Vec<&Value> = mutated
-        .pointer("/spec/ephemeralContainers")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter(added)
-        .collect();
+    let existing = containers(old);
+    let mutated = containers(Some(mutated));
     let mut confined = original.clone();
-    if let Some(Value::Array(containers)) = confined.pointer_mut("/spec/ephemeralContainers") {
-        for container in containers.iter_mut() {
-            if !added(&&*container) {
+    if let Some(Value::Array(added)) = confined.pointer_mut("/spec/ephemeralContainers") {
+        for container in added.iter_mut() {
+            let name = container.get("name").cloned();
+            if name.is_none() || existing.iter().any(|e| e.get("name") == name.as_ref()) {
                 continue;
             }
-            let name = container.get("name").cloned();
-            if let Some(mutated) = mutated_added
-                .iter()
-                .find(|m| m.get("name") == name.as_ref())
-            {
-                *container = (*mutated).clone();
+            if let Some(changed) = mutated.iter().find(|m| m.get("name") == name.as_ref()) {
+                *container = changed.clone();
             }
         }
     }
