@@ -24,9 +24,13 @@ pub mod mutator;
 pub mod request;
 pub mod schema;
 pub mod system;
+pub mod targets;
 pub mod walk;
 
-pub use mutator::{Applies, ApplyError, CompileError, Mutator, MutatorId, Problem, Terminal};
+pub use mutator::{
+    Applies, ApplyError, CompileError, Mutator, MutatorId, Operations, Problem, Terminal,
+};
 pub use request::{Gvk, Operation, Request, Source};
 pub use schema::{Conflict, Shape};
 pub use system::{Change, Failure, MUTATIONS_ANNOTATION, MutateError, Mutation, ObjectRef, System};
+pub use targets::{KindPattern, Targets};

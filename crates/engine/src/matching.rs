@@ -118,7 +118,13 @@ impl Matcher {
         Ok(self.name_match(object) && self.source_match(request.source))
     }
 
-    fn kinds_match(&self, gvk: &Gvk) -> bool {
+    /// Its `match.kinds`.
+    pub fn kinds(&self) -> &[Kinds] {
+        &self.kinds
+    }
+
+    /// Whether `match.kinds` allows `gvk` (any version).
+    pub fn kinds_match(&self, gvk: &Gvk) -> bool {
         self.kinds.is_empty()
             || self.kinds.iter().any(|entry| {
                 let any_of = |list: &[String], value: &str| {

@@ -375,6 +375,11 @@ impl Mutator {
         self.matcher.matches(object, gvk, request)
     }
 
+    /// Its compiled `match` criteria.
+    pub fn matcher(&self) -> &Matcher {
+        &self.matcher
+    }
+
     /// Whether its match criteria may need the object's Namespace.
     pub fn needs_namespace(&self) -> bool {
         self.matcher.needs_namespace()
@@ -469,6 +474,20 @@ impl Applies {
 // === impl Operations ===
 
 impl Operations {
+    /// CREATE and UPDATE.
+    pub const ALL: Operations = Operations {
+        create: true,
+        update: true,
+    };
+
+    /// The operations in either set.
+    pub fn union(self, other: Operations) -> Operations {
+        Operations {
+            create: self.create || other.create,
+            update: self.update || other.update,
+        }
+    }
+
     /// Whether `operation` is in the set.
     pub fn contains(self, operation: Operation) -> bool {
         match operation {

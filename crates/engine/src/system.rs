@@ -18,6 +18,7 @@ use crate::matching::{MatchError, metadata_str};
 use crate::mutator::{Applies, Mutator, MutatorId};
 use crate::request::{Gvk, Request};
 use crate::schema::{Conflict, Entry, SchemaDb};
+use crate::targets::Targets;
 use crate::walk::WalkError;
 
 /// The annotation listing the mutators that changed an object, when enabled.
@@ -216,6 +217,16 @@ impl System {
     /// Whether no mutator is loaded.
     pub fn is_empty(&self) -> bool {
         self.mutators.is_empty()
+    }
+
+    /// The kinds and operations the enforced mutators (those not in schema
+    /// conflict) can mutate: what the webhook's rules must send.
+    pub fn targets(&self) -> Targets {
+        Targets::of(
+            self.mutators()
+                .filter(|mutator| !self.is_conflicted(mutator.id()))
+                .map(|mutator| &**mutator),
+        )
     }
 
     /// Whether a mutator is in schema conflict and so skipped.

@@ -14,6 +14,8 @@ mod compile;
 mod matching;
 #[path = "engine/system.rs"]
 mod system;
+#[path = "engine/targets.rs"]
+mod targets;
 
 use sartor_api::{MutatorObject, mutators_from_documents, read_documents_from_str};
 use sartor_engine::{Mutation, Mutator, Request, System};
