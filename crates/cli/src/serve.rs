@@ -14,7 +14,7 @@ use anyhow::Context as _;
 use clap::{Args, ValueEnum};
 use sartor_api::Wildcard;
 use sartor_controller::{
-    CertManager, CertOptions, MutatorWatch, NamespaceCache, StatusLimits, StatusWriter,
+    CertManager, CertOptions, MutatorWatch, NamespaceCache, RulesWriter, StatusLimits, StatusWriter,
 };
 use sartor_webhook::{
     Config, Fixed, Limits, Metrics, Namespaces, OnError, SelfSigned, Server, Settings, Snapshot,
@@ -90,14 +90,21 @@ pub struct ServeArgs {
     /// SERVICE.NAMESPACE.svc.
     #[arg(long, value_name = "NAME", default_value = "sartor-webhook")]
     webhook_service: String,
-    /// Cluster mode: the MutatingWebhookConfiguration the CA is injected into.
+    /// Cluster mode: the MutatingWebhookConfiguration the CA is injected into
+    /// and whose rules are derived (--webhook-rules).
     #[arg(long, value_name = "NAME", default_value = "sartor-mutating")]
     mutating_webhook_configuration: String,
+    /// Cluster mode: `derived` keeps the rules of the mutating webhook
+    /// (mutation.sartor.dev) equal to what the enforced mutators can mutate,
+    /// so the API server sends sartor nothing else; `pinned` leaves them as
+    /// installed. Empty rules (the emergency off switch) are left alone.
+    #[arg(long, value_enum, default_value_t = WebhookRules::Derived)]
+    webhook_rules: WebhookRules,
     /// Cluster mode: the ValidatingWebhookConfiguration the CA is injected into.
     #[arg(long, value_name = "NAME", default_value = "sartor-validating")]
     validating_webhook_configuration: String,
-    /// Cluster mode: how often the managed certificate and the injected CA
-    /// are checked, in seconds.
+    /// Cluster mode: how often the managed certificate, the injected CA and
+    /// the derived webhook rules are checked, in seconds.
     #[arg(long, value_name = "SECONDS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
     cert_check_interval: u64,
     /// Cluster mode: this replica's name, the id of its entry in every
@@ -162,6 +169,12 @@ enum OnErrorArg {
 enum CertMode {
     Managed,
     External,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum WebhookRules {
+    Derived,
+    Pinned,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -333,6 +346,18 @@ async fn serve_cluster(args: &ServeArgs) -> anyhow::Result<()> {
         kinds = %watched.iter().map(|w| format!("{}.{}", w.resource.plural, w.resource.group)).collect::<Vec<_>>().join(", "),
         "watching mutators"
     );
+    if args.webhook_rules == WebhookRules::Derived {
+        let rules = RulesWriter::new(
+            client.clone(),
+            webhook.metrics().clone(),
+            &args.mutating_webhook_configuration,
+            MUTATING_WEBHOOK,
+        );
+        tokio::spawn(rules.run(
+            webhook.subscribe(),
+            Duration::from_secs(args.cert_check_interval),
+        ));
+    }
     let watch = MutatorWatch {
         client,
         webhook,
@@ -355,6 +380,10 @@ async fn serve_cluster(args: &ServeArgs) -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+/// The webhook of the MutatingWebhookConfiguration whose rules are derived,
+/// as the install names it.
+const MUTATING_WEBHOOK: &str = "mutation.sartor.dev";
 
 /// How long a stopping replica spends withdrawing its status entries (after
 /// up to 20 s of draining requests, inside the install's 30 s grace period).

@@ -14,11 +14,13 @@
 pub mod certs;
 pub mod mutators;
 pub mod namespaces;
+pub mod rules;
 pub mod status;
 pub mod watch;
 
 pub use certs::{CertError, CertManager, CertOptions, SecretAction};
 pub use mutators::{Group, MutatorKey, MutatorSet};
 pub use namespaces::NamespaceCache;
+pub use rules::{RulesAction, RulesError, RulesWriter, Served};
 pub use status::{StatusLimits, StatusQueue, StatusWriter, field_manager};
 pub use watch::{MutatorWatch, Watched, watched};

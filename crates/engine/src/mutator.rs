@@ -56,7 +56,7 @@ pub enum Applies {
 }
 
 /// A set of admission operations.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Operations {
     create: bool,
     update: bool,
@@ -477,6 +477,12 @@ impl Operations {
     /// CREATE and UPDATE.
     pub const ALL: Operations = Operations {
         create: true,
+        update: true,
+    };
+
+    /// UPDATE alone (what a subresource request is).
+    pub const UPDATE: Operations = Operations {
+        create: false,
         update: true,
     };
 

@@ -117,7 +117,8 @@ pub struct Reply {
 /// the namespace provider and the metrics.
 pub struct Webhook {
     settings: Settings,
-    snapshot: RwLock<Option<Arc<Snapshot>>>,
+    /// The current snapshot; subscribers hear of every publish.
+    snapshot: tokio::sync::watch::Sender<Option<Arc<Snapshot>>>,
     crds: RwLock<Vec<MutatorCrd>>,
     namespaces: Box<dyn Namespaces>,
     metrics: Arc<Metrics>,
@@ -194,7 +195,7 @@ impl Webhook {
     ) -> Webhook {
         Webhook {
             settings,
-            snapshot: RwLock::new(None),
+            snapshot: tokio::sync::watch::Sender::new(None),
             crds: RwLock::new(Vec::new()),
             namespaces,
             metrics,
@@ -218,19 +219,18 @@ impl Webhook {
             .set_annotate(self.settings.mutation_annotations);
         self.metrics
             .set_mutators(&snapshot.system, &snapshot.errors);
-        let snapshot = Arc::new(snapshot);
-        match self.snapshot.write() {
-            Ok(mut current) => *current = Some(snapshot),
-            Err(poisoned) => *poisoned.into_inner() = Some(snapshot),
-        }
+        self.snapshot.send_replace(Some(Arc::new(snapshot)));
     }
 
     /// The current snapshot, `None` before the first [`Webhook::publish`].
     pub fn current(&self) -> Option<Arc<Snapshot>> {
-        match self.snapshot.read() {
-            Ok(current) => current.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
-        }
+        self.snapshot.borrow().clone()
+    }
+
+    /// A receiver that sees every snapshot published from now on (the
+    /// controller's webhook rules follow the mutators through it).
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<Option<Arc<Snapshot>>> {
+        self.snapshot.subscribe()
     }
 
     /// Whether a snapshot has been published (`/readyz`).

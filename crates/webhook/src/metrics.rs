@@ -59,6 +59,52 @@ struct CrdLabels {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RuleLabels {
+    api_group: String,
+    api_version: String,
+    resource: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RulesStateLabels {
+    state: &'static str,
+}
+
+/// Where the mutating webhook's rules stand, as the replica that keeps them
+/// derived from the mutators last found them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RulesState {
+    /// They send exactly what the enforced mutators can mutate.
+    Derived,
+    /// They are empty: an admin switched mutation off, and they are left so.
+    Off,
+    /// The configuration, or its sartor webhook, does not exist.
+    Missing,
+    /// The last attempt to read or write them failed; it is retried.
+    Error,
+}
+
+impl RulesState {
+    /// Every state, in the order the metric lists them.
+    pub const ALL: [RulesState; 4] = [
+        RulesState::Derived,
+        RulesState::Off,
+        RulesState::Missing,
+        RulesState::Error,
+    ];
+
+    /// The metric's label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RulesState::Derived => "derived",
+            RulesState::Off => "off",
+            RulesState::Missing => "missing",
+            RulesState::Error => "error",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ResultLabels {
     result: &'static str,
 }
@@ -75,6 +121,8 @@ pub struct Metrics {
     mutator_reloads: Family<ResultLabels, Counter>,
     crds: Family<CrdLabels, Gauge>,
     tls_reloads: Family<ResultLabels, Counter>,
+    rules: Family<RuleLabels, Gauge>,
+    rules_state: Family<RulesStateLabels, Gauge>,
     /// Serialises `set_mutators` and `set_crds` so two updates never
     /// interleave their gauges.
     gauge_lock: Mutex<()>,
@@ -140,8 +188,22 @@ impl Metrics {
             "Serving certificate reloads after the files changed, by result",
             tls_reloads.clone(),
         );
+        let rules = Family::<RuleLabels, Gauge>::default();
+        registry.register(
+            "webhook_rule_resources",
+            "Cluster mode: each resource the mutating webhook's rules send to sartor (1), as this replica last read or wrote them",
+            rules.clone(),
+        );
+        let rules_state = Family::<RulesStateLabels, Gauge>::default();
+        registry.register(
+            "webhook_rules_state",
+            "Cluster mode, derived rules: 1 for the state the mutating webhook's rules are in (derived, off, missing, error), 0 for the others",
+            rules_state.clone(),
+        );
         Metrics {
             registry,
+            rules,
+            rules_state,
             requests,
             latency,
             applied,
@@ -225,6 +287,36 @@ impl Metrics {
                     kind: crd.kind.as_str(),
                 })
                 .set(i64::from(crd.installed));
+        }
+    }
+
+    /// Sets the webhook rule gauges: `state`, and the resources installed as
+    /// `(apiGroup, apiVersion, resource)` (left as they were when `None`:
+    /// the rules could not be read).
+    pub fn set_webhook_rules(
+        &self,
+        state: RulesState,
+        resources: Option<&[(String, String, String)]>,
+    ) {
+        let _guard = self.gauge_lock.lock();
+        for each in RulesState::ALL {
+            self.rules_state
+                .get_or_create(&RulesStateLabels {
+                    state: each.as_str(),
+                })
+                .set(i64::from(each == state));
+        }
+        if let Some(resources) = resources {
+            self.rules.clear();
+            for (api_group, api_version, resource) in resources {
+                self.rules
+                    .get_or_create(&RuleLabels {
+                        api_group: api_group.clone(),
+                        api_version: api_version.clone(),
+                        resource: resource.clone(),
+                    })
+                    .set(1);
+            }
         }
     }
 

@@ -1,0 +1,456 @@
+//! The mutating webhook's rules, kept equal to what the enforced mutators can
+//! mutate, so the API server calls sartor only for those objects.
+//!
+//! [`derive`] maps the engine's [`Targets`] to rules through API discovery
+//! (kind to resource); a kind discovery does not know yet (a CRD not
+//! installed) widens to every resource of its group and version, so the
+//! rules are never narrower than a mutator needs. [`RulesWriter`] writes them
+//! into the configuration the way the CA is injected: every replica
+//! reconciles, the API server's optimistic concurrency settles a race, and
+//! replicas that see the same mutators derive the same rules, so a second
+//! writer finds nothing to change. Empty rules are an admin's off switch and
+//! are left alone.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::admissionregistration::v1::{
+    MutatingWebhookConfiguration, RuleWithOperations,
+};
+use kube::api::PostParams;
+use kube::{Api, Client, Discovery};
+use sartor_engine::{Operation, Operations, Targets};
+use sartor_webhook::{Metrics, RulesState, Snapshot};
+use tokio::sync::watch;
+
+/// The resource named by the rule installed while no mutator is enforced:
+/// no such resource exists, so the API server calls sartor for nothing.
+pub const NO_MUTATOR_ENFORCED: &str = "no-mutator-is-enforced";
+
+/// The subresource `kubectl debug` adds ephemeral containers through.
+const EPHEMERAL_CONTAINERS: &str = "pods/ephemeralcontainers";
+
+/// The resources the API server serves: for each kind, its resource name
+/// (plural) in each group and version that serves it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Served {
+    /// (group, version, kind) to resource.
+    resources: BTreeMap<(String, String, String), String>,
+}
+
+/// A group, a version and the operations: one rule's worth of resources.
+type Key = (String, String, Operations);
+
+/// Why a round of [`RulesWriter::reconcile`] failed; the next round retries.
+#[derive(Debug, thiserror::Error)]
+pub enum RulesError {
+    /// Discovery or an API call failed.
+    #[error("{action}: {source}")]
+    Api {
+        /// What was being done.
+        action: String,
+        /// The client's error.
+        #[source]
+        source: kube::Error,
+    },
+}
+
+/// What a round found or did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RulesAction {
+    /// The rules were already the derived ones.
+    Kept,
+    /// The rules were replaced by the derived ones (summed up as by [`summary`]).
+    Written(String),
+    /// The rules are empty (an admin's off switch): left alone.
+    Off,
+    /// No such configuration, or no webhook of that name in it: nothing to do.
+    Missing,
+    /// Another replica changed the configuration first; the next round
+    /// derives again from what it wrote.
+    Raced,
+}
+
+// === impl Served ===
+
+impl Served {
+    /// Adds that `kind` of `group`/`version` is served as `resource`.
+    pub fn insert(&mut self, group: &str, version: &str, kind: &str, resource: &str) {
+        self.resources.insert(
+            (group.to_string(), version.to_string(), kind.to_string()),
+            resource.to_string(),
+        );
+    }
+
+    /// What `discovery` found: every top-level resource of every group and version.
+    pub fn of(discovery: &Discovery) -> Served {
+        let mut served = Served::default();
+        for group in discovery.groups() {
+            for version in group.versions() {
+                for (resource, _) in group.versioned_resources(version) {
+                    served.insert(
+                        &resource.group,
+                        &resource.version,
+                        &resource.kind,
+                        &resource.plural,
+                    );
+                }
+            }
+        }
+        served
+    }
+
+    /// Asks the API server (aggregated discovery, falling back to the
+    /// per-group kind for servers without it).
+    ///
+    /// # Errors
+    /// When neither kind of discovery works.
+    pub async fn discover(client: &Client) -> Result<Served, RulesError> {
+        let discovery = match Discovery::new(client.clone()).run_aggregated().await {
+            Ok(discovery) => discovery,
+            Err(error) => {
+                tracing::debug!(%error, "aggregated discovery failed; discovering per group");
+                Discovery::new(client.clone())
+                    .run()
+                    .await
+                    .map_err(|source| RulesError::Api {
+                        action: "discovering the API server's resources".to_string(),
+                        source,
+                    })?
+            }
+        };
+        Ok(Served::of(&discovery))
+    }
+
+    /// Every (group, version, resource) serving `kind` in `group` and
+    /// `version` (`None`: any).
+    fn find<'a>(
+        &'a self,
+        group: Option<&'a str>,
+        version: Option<&'a str>,
+        kind: &'a str,
+    ) -> impl Iterator<Item = (&'a str, &'a str, &'a str)> + 'a {
+        self.resources
+            .iter()
+            .filter(move |((g, v, k), _)| {
+                k == kind
+                    && group.is_none_or(|group| group == g)
+                    && version.is_none_or(|v2| v2 == v)
+            })
+            .map(|((g, v, _), resource)| (g.as_str(), v.as_str(), resource.as_str()))
+    }
+}
+
+/// The rules that send exactly what `targets` can mutate, as far as `served`
+/// knows the kinds: sorted, so every replica derives the same list.
+pub fn derive(targets: &Targets, served: &Served) -> Vec<RuleWithOperations> {
+    if targets.is_empty() {
+        return vec![rule(
+            "mutations.sartor.dev",
+            "*",
+            Operations::ALL,
+            vec![NO_MUTATOR_ENFORCED.to_string()],
+        )];
+    }
+    let mut sent: BTreeMap<Key, BTreeSet<String>> = BTreeMap::new();
+    let mut send = |group: &str, version: &str, ops: Operations, resource: &str| {
+        let key = (group.to_string(), version.to_string(), ops);
+        sent.entry(key).or_default().insert(resource.to_string());
+        if (group.is_empty() || group == "*")
+            && (resource == "pods" || resource == "*")
+            && (version == "v1" || version == "*")
+            && ops.contains(Operation::Update)
+        {
+            // Debug containers come as an UPDATE of this subresource, which
+            // `*` does not match.
+            let key = (String::new(), "v1".to_string(), Operations::UPDATE);
+            sent.entry(key)
+                .or_default()
+                .insert(EPHEMERAL_CONTAINERS.to_string());
+        }
+    };
+    for (pattern, ops) in targets.iter() {
+        let group = pattern.group.as_deref();
+        let version = pattern.version.as_deref();
+        let Some(kind) = pattern.kind.as_deref() else {
+            send(group.unwrap_or("*"), version.unwrap_or("*"), ops, "*");
+            continue;
+        };
+        let mut found = false;
+        for (g, v, resource) in served.find(group, version, kind) {
+            found = true;
+            // A pattern of any version keeps any version: a version served
+            // later is sent too.
+            send(g, version.map_or("*", |_| v), ops, resource);
+        }
+        if !found {
+            send(group.unwrap_or("*"), version.unwrap_or("*"), ops, "*");
+        }
+    }
+    sent.into_iter()
+        .map(|((group, version, ops), resources)| {
+            // `*` covers every resource of the group, not subresources.
+            let resources = if resources.contains("*") {
+                resources
+                    .into_iter()
+                    .filter(|r| r == "*" || r.contains('/'))
+                    .collect()
+            } else {
+                resources.into_iter().collect()
+            };
+            rule(&group, &version, ops, resources)
+        })
+        .collect()
+}
+
+/// A rule for `resources` of `group`/`version`, any scope.
+fn rule(group: &str, version: &str, ops: Operations, resources: Vec<String>) -> RuleWithOperations {
+    RuleWithOperations {
+        api_groups: Some(vec![group.to_string()]),
+        api_versions: Some(vec![version.to_string()]),
+        operations: Some(
+            Operation::ALL
+                .into_iter()
+                .filter(|op| ops.contains(*op))
+                .map(|op| op.as_str().to_string())
+                .collect(),
+        ),
+        resources: Some(resources),
+        scope: Some("*".to_string()),
+    }
+}
+
+/// `rules` with every list sorted and the rules in order, for comparing
+/// what is installed with what is derived.
+fn normalized(rules: &[RuleWithOperations]) -> Vec<RuleWithOperations> {
+    let sorted = |list: &Option<Vec<String>>| {
+        let mut list = list.clone().unwrap_or_default();
+        list.sort();
+        list.dedup();
+        Some(list)
+    };
+    let mut rules: Vec<RuleWithOperations> = rules
+        .iter()
+        .map(|rule| RuleWithOperations {
+            api_groups: sorted(&rule.api_groups),
+            api_versions: sorted(&rule.api_versions),
+            operations: sorted(&rule.operations),
+            resources: sorted(&rule.resources),
+            scope: Some(rule.scope.clone().unwrap_or_else(|| "*".to_string())),
+        })
+        .collect();
+    rules.sort_by_key(|rule| {
+        (
+            rule.api_groups.clone(),
+            rule.api_versions.clone(),
+            rule.resources.clone(),
+            rule.operations.clone(),
+            rule.scope.clone(),
+        )
+    });
+    rules
+}
+
+/// `(apiGroup, apiVersion, resource)` for every combination `rules` sends.
+pub fn resources(rules: &[RuleWithOperations]) -> Vec<(String, String, String)> {
+    let mut all = BTreeSet::new();
+    for rule in rules {
+        for group in rule.api_groups.iter().flatten() {
+            for version in rule.api_versions.iter().flatten() {
+                for resource in rule.resources.iter().flatten() {
+                    all.insert((group.clone(), version.clone(), resource.clone()));
+                }
+            }
+        }
+    }
+    all.into_iter().collect()
+}
+
+/// `rules` on one line for the log: `pods, apps/v1 deployments (CREATE)`.
+pub fn summary(rules: &[RuleWithOperations]) -> String {
+    rules
+        .iter()
+        .map(|rule| {
+            let list = |list: &Option<Vec<String>>| list.clone().unwrap_or_default().join(",");
+            let group = list(&rule.api_groups);
+            let prefix = if group.is_empty() {
+                list(&rule.api_versions)
+            } else {
+                format!("{group}/{}", list(&rule.api_versions))
+            };
+            format!(
+                "{prefix} {} ({})",
+                list(&rule.resources),
+                list(&rule.operations)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// Keeps one webhook's rules derived from the mutators.
+#[derive(Clone)]
+pub struct RulesWriter {
+    client: Client,
+    metrics: Arc<Metrics>,
+    /// The MutatingWebhookConfiguration.
+    configuration: String,
+    /// The webhook in it whose rules are kept.
+    webhook: String,
+}
+
+impl std::fmt::Debug for RulesWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RulesWriter")
+            .field("configuration", &self.configuration)
+            .field("webhook", &self.webhook)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RulesWriter {
+    /// A writer for webhook `webhook` of MutatingWebhookConfiguration
+    /// `configuration`, recording into `metrics`.
+    pub fn new(
+        client: Client,
+        metrics: Arc<Metrics>,
+        configuration: &str,
+        webhook: &str,
+    ) -> RulesWriter {
+        RulesWriter {
+            client,
+            metrics,
+            configuration: configuration.to_string(),
+            webhook: webhook.to_string(),
+        }
+    }
+
+    /// One round: derives the rules for `targets` and installs them unless
+    /// they are installed already or the rules are empty (switched off).
+    ///
+    /// # Errors
+    /// Discovery, reading or writing the configuration failed.
+    pub async fn reconcile(&self, targets: &Targets) -> Result<RulesAction, RulesError> {
+        let served = if targets.iter().any(|(pattern, _)| pattern.kind.is_some()) {
+            Served::discover(&self.client).await?
+        } else {
+            Served::default()
+        };
+        let derived = derive(targets, &served);
+        let api: Api<MutatingWebhookConfiguration> = Api::all(self.client.clone());
+        let fail = |action: &str| {
+            let action = format!(
+                "{action} MutatingWebhookConfiguration {}",
+                self.configuration
+            );
+            move |source| RulesError::Api { action, source }
+        };
+        let Some(mut config) = api
+            .get_opt(&self.configuration)
+            .await
+            .map_err(fail("reading"))?
+        else {
+            self.metrics
+                .set_webhook_rules(RulesState::Missing, Some(&[]));
+            return Ok(RulesAction::Missing);
+        };
+        let Some(webhook) = config
+            .webhooks
+            .iter_mut()
+            .flatten()
+            .find(|webhook| webhook.name == self.webhook)
+        else {
+            self.metrics
+                .set_webhook_rules(RulesState::Missing, Some(&[]));
+            return Ok(RulesAction::Missing);
+        };
+        let installed = webhook.rules.clone().unwrap_or_default();
+        if installed.is_empty() {
+            self.metrics.set_webhook_rules(RulesState::Off, Some(&[]));
+            return Ok(RulesAction::Off);
+        }
+        if normalized(&installed) == normalized(&derived) {
+            self.metrics
+                .set_webhook_rules(RulesState::Derived, Some(&resources(&installed)));
+            return Ok(RulesAction::Kept);
+        }
+        webhook.rules = Some(derived.clone());
+        match api
+            .replace(&self.configuration, &PostParams::default(), &config)
+            .await
+        {
+            Ok(_) => {
+                self.metrics
+                    .set_webhook_rules(RulesState::Derived, Some(&resources(&derived)));
+                Ok(RulesAction::Written(summary(&derived)))
+            }
+            Err(kube::Error::Api(status)) if status.is_conflict() => Ok(RulesAction::Raced),
+            Err(source) => Err(fail("writing")(source)),
+        }
+    }
+
+    /// Reconciles for every snapshot published to `snapshots`, and every
+    /// `every` in between (the rules may have been re-applied, a CRD
+    /// installed); retries sooner after a failure. Nothing is written before
+    /// the first snapshot: until then the install's own rules stand.
+    pub async fn run(self, mut snapshots: watch::Receiver<Option<Arc<Snapshot>>>, every: Duration) {
+        let mut last: Option<RulesAction> = None;
+        loop {
+            let targets = snapshots
+                .borrow_and_update()
+                .as_ref()
+                .map(|snapshot| snapshot.system.targets());
+            let mut wait = every;
+            if let Some(targets) = targets {
+                match self.reconcile(&targets).await {
+                    Ok(action) => {
+                        self.log(&action, last.as_ref());
+                        if action == RulesAction::Raced {
+                            wait = Duration::from_millis(200);
+                        }
+                        last = Some(action);
+                    }
+                    Err(error) => {
+                        self.metrics.set_webhook_rules(RulesState::Error, None);
+                        tracing::warn!(%error, "keeping the webhook rules; retrying");
+                        wait = every.min(Duration::from_secs(5));
+                        last = None;
+                    }
+                }
+            }
+            tokio::select! {
+                changed = snapshots.changed() => {
+                    if changed.is_err() {
+                        return;
+                    }
+                }
+                () = tokio::time::sleep(wait) => {}
+            }
+        }
+    }
+
+    /// Logs what changed since the last round.
+    fn log(&self, action: &RulesAction, last: Option<&RulesAction>) {
+        let configuration = &self.configuration;
+        match action {
+            RulesAction::Written(rules) => {
+                tracing::info!(%configuration, webhook = %self.webhook, %rules, "webhook rules installed");
+            }
+            RulesAction::Off if last != Some(action) => tracing::warn!(
+                %configuration,
+                webhook = %self.webhook,
+                "the webhook's rules are empty: mutation is switched off, and the rules are left so until the install is applied again"
+            ),
+            RulesAction::Missing if last != Some(action) => tracing::warn!(
+                %configuration,
+                webhook = %self.webhook,
+                "webhook configuration or webhook not found; rules not kept"
+            ),
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

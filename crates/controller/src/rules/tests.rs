@@ -1,0 +1,165 @@
+#![allow(clippy::unwrap_used)]
+
+use sartor_api::{mutators_from_documents, read_documents_from_str};
+use sartor_engine::{Mutator, System};
+use serde_json::{Value, json};
+
+use super::*;
+
+fn targets(yaml: &str) -> Targets {
+    let (documents, errors) = read_documents_from_str("test.yaml", yaml, false);
+    let loaded = mutators_from_documents(&documents, errors);
+    assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
+    let mut system = System::new();
+    for mutator in loaded.mutators {
+        system.upsert(Mutator::compile(&mutator.object).unwrap());
+    }
+    system.targets()
+}
+
+/// Core Pods and apps Deployments in v1, and a CRD's kind in two versions.
+fn served() -> Served {
+    let mut served = Served::default();
+    served.insert("", "v1", "Pod", "pods");
+    served.insert("", "v1", "ConfigMap", "configmaps");
+    served.insert("apps", "v1", "Deployment", "deployments");
+    served.insert("apps", "v1", "StatefulSet", "statefulsets");
+    served.insert("example.com", "v1", "Widget", "widgets");
+    served.insert("example.com", "v2", "Widget", "widgets");
+    served
+}
+
+fn rules(yaml: &str) -> Value {
+    serde_json::to_value(derive(&targets(yaml), &served())).unwrap()
+}
+
+fn assign(apply_to: &str) -> String {
+    format!(
+        "apiVersion: mutations.sartor.dev/v1\nkind: Assign\nmetadata: {{name: a}}\nspec:\n  \
+         applyTo: {apply_to}\n  location: spec.priorityClassName\n  parameters: {{assign: {{value: x}}}}\n"
+    )
+}
+
+fn assign_metadata(kinds: &str) -> String {
+    format!(
+        "apiVersion: mutations.sartor.dev/v1\nkind: AssignMetadata\nmetadata: {{name: m}}\nspec:\n  \
+         match: {{kinds: {kinds}}}\n  location: metadata.labels.x\n  parameters: {{assign: {{value: x}}}}\n"
+    )
+}
+
+#[test]
+fn pod_mutators_send_pods_and_debug_containers_only() {
+    assert_eq!(
+        rules(&assign("[{groups: [''], versions: [v1], kinds: [Pod]}]")),
+        json!([
+            {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["UPDATE"], "resources": ["pods/ephemeralcontainers"], "scope": "*"},
+            {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["pods"], "scope": "*"},
+        ])
+    );
+}
+
+#[test]
+fn create_only_pod_mutators_do_not_send_debug_containers() {
+    assert_eq!(
+        rules(&assign(
+            "[{groups: [''], versions: [v1], kinds: [Pod], operations: [CREATE]}, \
+             {groups: [apps], versions: [v1], kinds: [Deployment, StatefulSet], operations: [CREATE]}]"
+        )),
+        json!([
+            {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"], "scope": "*"},
+            {"apiGroups": ["apps"], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["deployments", "statefulsets"], "scope": "*"},
+        ])
+    );
+}
+
+#[test]
+fn match_kinds_send_every_version_and_every_group_that_serves_the_kind() {
+    assert_eq!(
+        rules(&assign_metadata(
+            "[{apiGroups: ['*'], kinds: [Widget]}, {apiGroups: [apps], kinds: ['*']}]"
+        )),
+        json!([
+            {"apiGroups": ["apps"], "apiVersions": ["*"], "operations": ["CREATE", "UPDATE"], "resources": ["*"], "scope": "*"},
+            {"apiGroups": ["example.com"], "apiVersions": ["*"], "operations": ["CREATE", "UPDATE"], "resources": ["widgets"], "scope": "*"},
+        ])
+    );
+}
+
+#[test]
+fn a_kind_not_served_yet_sends_its_whole_group_and_version() {
+    assert_eq!(
+        rules(&assign(
+            "[{groups: [example.com], versions: [v3], kinds: [Widget]}, {groups: [other.io], versions: [v1], kinds: [Gadget]}]"
+        )),
+        json!([
+            {"apiGroups": ["example.com"], "apiVersions": ["v3"], "operations": ["CREATE", "UPDATE"], "resources": ["*"], "scope": "*"},
+            {"apiGroups": ["other.io"], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["*"], "scope": "*"},
+        ])
+    );
+    // Any group: nothing narrower than everything is safe.
+    assert_eq!(
+        rules(&assign_metadata("[{apiGroups: ['*'], kinds: [Gadget]}]")),
+        rules(&assign_metadata("[]"))
+    );
+}
+
+#[test]
+fn a_mutator_of_every_kind_sends_everything_and_debug_containers() {
+    // Ordered by group: the core group's "" first.
+    let everything = json!([
+        {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["UPDATE"], "resources": ["pods/ephemeralcontainers"], "scope": "*"},
+        {"apiGroups": ["*"], "apiVersions": ["*"], "operations": ["CREATE", "UPDATE"], "resources": ["*"], "scope": "*"},
+    ]);
+    assert_eq!(rules(&assign_metadata("[]")), everything);
+    let both = format!(
+        "{}---\n{}",
+        assign("[{groups: [''], versions: [v1], kinds: [Pod]}]"),
+        assign_metadata("[]")
+    );
+    // Pods are sent by `*` already; their own rule stays (harmless, exact).
+    let rules = rules(&both);
+    assert_eq!(rules.as_array().unwrap().len(), 3, "{rules}");
+}
+
+#[test]
+fn no_mutator_sends_a_resource_that_does_not_exist() {
+    assert_eq!(
+        serde_json::to_value(derive(&Targets::default(), &served())).unwrap(),
+        json!([
+            {"apiGroups": ["mutations.sartor.dev"], "apiVersions": ["*"], "operations": ["CREATE", "UPDATE"], "resources": ["no-mutator-is-enforced"], "scope": "*"},
+        ])
+    );
+}
+
+#[test]
+fn installed_rules_compare_equal_in_any_order() {
+    let derived = derive(
+        &targets(&assign(
+            "[{groups: [''], versions: [v1], kinds: [Pod]}, {groups: [apps], versions: [v1], kinds: [Deployment, StatefulSet]}]",
+        )),
+        &served(),
+    );
+    let mut installed = derived.clone();
+    installed.reverse();
+    for rule in &mut installed {
+        if let Some(resources) = rule.resources.as_mut() {
+            resources.reverse();
+        }
+        rule.scope = None;
+    }
+    assert_ne!(installed, derived);
+    assert_eq!(normalized(&installed), normalized(&derived));
+    assert_eq!(
+        summary(&derived),
+        "v1 pods/ephemeralcontainers (UPDATE); v1 pods (CREATE,UPDATE); apps/v1 deployments,statefulsets (CREATE,UPDATE)"
+    );
+    assert_eq!(
+        resources(&derived),
+        [
+            ("".into(), "v1".into(), "pods".into()),
+            ("".into(), "v1".into(), "pods/ephemeralcontainers".into()),
+            ("apps".into(), "v1".into(), "deployments".into()),
+            ("apps".into(), "v1".into(), "statefulsets".into()),
+        ]
+    );
+}
