@@ -188,6 +188,25 @@ pub fn derive(targets: &Targets, served: &Served) -> Vec<RuleWithOperations> {
             send(group.unwrap_or("*"), version.unwrap_or("*"), ops, "*");
         }
     }
+    // A resource some `*` rule of its group (or of every group) and version
+    // already sends for its operations needs no rule of its own.
+    let wildcards: Vec<Key> = sent
+        .iter()
+        .filter(|(_, resources)| resources.contains("*"))
+        .map(|(key, _)| key.clone())
+        .collect();
+    for ((group, version, ops), resources) in &mut sent {
+        let covered = wildcards.iter().any(|(g, v, o)| {
+            (g == group || g == "*")
+                && (v == version || v == "*")
+                && o.union(*ops) == *o
+                && (g, v, o) != (&*group, &*version, &*ops)
+        });
+        if covered {
+            resources.retain(|r| r.contains('/'));
+        }
+    }
+    sent.retain(|_, resources| !resources.is_empty());
     sent.into_iter()
         .map(|((group, version, ops), resources)| {
             // `*` covers every resource of the group, not subresources.
@@ -287,6 +306,32 @@ pub fn summary(rules: &[RuleWithOperations]) -> String {
         })
         .collect::<Vec<_>>()
         .join("; ")
+}
+
+/// How long the mutators must stay unchanged before the rules follow them:
+/// a bulk apply or delete is one write, not one per mutator.
+const SETTLE: Duration = Duration::from_millis(250);
+
+/// The longest the rules wait for the mutators to settle.
+const SETTLE_AT_MOST: Duration = Duration::from_secs(2);
+
+/// Waits until no snapshot has been published for [`SETTLE`] (at most
+/// [`SETTLE_AT_MOST`]); `false` when the publisher is gone.
+async fn settled(snapshots: &mut watch::Receiver<Option<Arc<Snapshot>>>) -> bool {
+    let deadline = tokio::time::Instant::now() + SETTLE_AT_MOST;
+    loop {
+        tokio::select! {
+            changed = snapshots.changed() => {
+                if changed.is_err() {
+                    return false;
+                }
+                if tokio::time::Instant::now() >= deadline {
+                    return true;
+                }
+            }
+            () = tokio::time::sleep(SETTLE) => return true,
+        }
+    }
 }
 
 /// Keeps one webhook's rules derived from the mutators.
@@ -421,7 +466,7 @@ impl RulesWriter {
             }
             tokio::select! {
                 changed = snapshots.changed() => {
-                    if changed.is_err() {
+                    if changed.is_err() || !settled(&mut snapshots).await {
                         return;
                     }
                 }

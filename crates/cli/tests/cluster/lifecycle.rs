@@ -314,6 +314,19 @@ pub fn the_documented_off_switch_turns_mutation_off(suite: &mut Suite) -> Result
     ])?;
     let took = probe_until(suite, &unmutated(), Duration::from_secs(10))?;
     eprintln!("off switch (empty rules): unmutated after {took:?}");
+    // The replica derives the rules from the mutators every second here,
+    // and leaves empty ones alone: the switch stays off.
+    std::thread::sleep(Duration::from_secs(3));
+    same(
+        "rules 3 s after emptying them",
+        crate::rules::installed(suite)?,
+        serde_json::json!([]),
+    )?;
+    same("the probe 3 s after", probe(suite)?, unmutated())?;
+    let log = suite.replica.as_ref().ok_or("no replica")?.log();
+    if !log.contains("the webhook's rules are empty: mutation is switched off") {
+        return Err(format!("no warning about the empty rules:\n{log}"));
+    }
     plane.kubectl(&["apply", "-k", &overlay])?;
     probe_until(suite, &mutated(), Duration::from_secs(10))?;
 

@@ -31,6 +31,7 @@ mod compat;
 mod crds;
 mod install;
 mod lifecycle;
+mod rules;
 
 use std::io::{Read as _, Write as _};
 use std::net::{SocketAddr, TcpStream};
@@ -71,6 +72,9 @@ const TRIALS: &[Check<Suite>] = trials![
     lifecycle::a_certificate_near_expiry_is_rotated_under_the_same_ca,
     lifecycle::sartor_is_reinvoked_after_another_webhook,
     lifecycle::the_documented_off_switch_turns_mutation_off,
+    rules::derived_from_the_mutators,
+    rules::pinned_rules_stay_as_installed,
+    rules::two_replicas_converge_without_flapping,
     compat::gatekeeper_mutators_are_enforced_with_gatekeeper_compat,
     compat::a_missing_crd_is_named_and_the_other_kinds_served,
     compat::no_crd_of_sartors_keeps_the_replica_not_ready,

@@ -113,12 +113,27 @@ fn a_mutator_of_every_kind_sends_everything_and_debug_containers() {
     assert_eq!(rules(&assign_metadata("[]")), everything);
     let both = format!(
         "{}---\n{}",
-        assign("[{groups: [''], versions: [v1], kinds: [Pod]}]"),
+        assign(
+            "[{groups: [''], versions: [v1], kinds: [Pod]}, {groups: [apps], versions: [v1], kinds: [Deployment]}]"
+        ),
         assign_metadata("[]")
     );
-    // Pods are sent by `*` already; their own rule stays (harmless, exact).
-    let rules = rules(&both);
-    assert_eq!(rules.as_array().unwrap().len(), 3, "{rules}");
+    // Pods and Deployments are sent by `*` already.
+    assert_eq!(rules(&both), everything);
+    let group = format!(
+        "{}---\n{}",
+        assign(
+            "[{groups: [apps], versions: [v1], kinds: [Deployment]}, {groups: [example.com], versions: [v1], kinds: [Widget], operations: [CREATE]}]"
+        ),
+        assign_metadata("[{apiGroups: [apps, example.com], kinds: ['*']}]")
+    );
+    assert_eq!(
+        rules(&group),
+        json!([
+            {"apiGroups": ["apps"], "apiVersions": ["*"], "operations": ["CREATE", "UPDATE"], "resources": ["*"], "scope": "*"},
+            {"apiGroups": ["example.com"], "apiVersions": ["*"], "operations": ["CREATE", "UPDATE"], "resources": ["*"], "scope": "*"},
+        ])
+    );
 }
 
 #[test]

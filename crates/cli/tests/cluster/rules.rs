@@ -1,0 +1,349 @@
+//! The mutating webhook's rules follow the mutators (`--webhook-rules
+//! derived`, the default): the API server sends sartor only the objects its
+//! mutators can change.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::admission::{examples_enforced, replica, wait_ca_injected};
+use crate::{Sartor, Suite, eventually, free_port, http_get, json, same};
+
+/// The rules of the mutating webhook, as installed.
+pub fn installed(suite: &Suite) -> Result<Value, String> {
+    let rules = suite.plane.kubectl(&[
+        "get",
+        "mutatingwebhookconfiguration",
+        "sartor-mutating",
+        "-o",
+        "jsonpath={.webhooks[0].rules}",
+    ])?;
+    if rules.trim().is_empty() {
+        return Ok(json!([]));
+    }
+    json(&rules)
+}
+
+/// Waits until the installed rules are `want`.
+fn wait_rules(suite: &Suite, what: &str, want: &Value) -> Result<(), String> {
+    eventually(what, Duration::from_secs(20), || {
+        same(what, &installed(suite)?, want)
+    })
+}
+
+/// The configuration's resourceVersion: it changes with every write.
+fn resource_version(suite: &Suite) -> Result<String, String> {
+    suite.plane.kubectl(&[
+        "get",
+        "mutatingwebhookconfiguration",
+        "sartor-mutating",
+        "-o",
+        "jsonpath={.metadata.resourceVersion}",
+    ])
+}
+
+/// The lines of `sartor`'s /metrics that start with `prefix`, sorted.
+fn metric(sartor: &Sartor, prefix: &str) -> Result<Vec<String>, String> {
+    let (_, body) = http_get(sartor.metrics, "/metrics")?;
+    let mut lines: Vec<String> = body
+        .lines()
+        .filter(|l| l.starts_with(prefix))
+        .map(str::to_string)
+        .collect();
+    lines.sort();
+    Ok(lines)
+}
+
+/// How many mutate requests `sartor` has answered.
+fn mutate_requests(sartor: &Sartor) -> Result<u64, String> {
+    let mut total = 0;
+    for line in metric(sartor, "sartor_admission_requests_total{")? {
+        if line.contains("endpoint=\"mutate\"") {
+            let value = line.rsplit(' ').next().unwrap_or_default();
+            total += value.parse::<u64>().map_err(|e| format!("{line:?}: {e}"))?;
+        }
+    }
+    Ok(total)
+}
+
+const POD_MUTATOR: &str = "\
+apiVersion: mutations.sartor.dev/v1
+kind: Assign
+metadata: {name: rules-pods}
+spec:
+  applyTo: [{groups: [''], versions: [v1], kinds: [Pod]}]
+  location: spec.enableServiceLinks
+  parameters: {assign: {value: false}}
+";
+
+const DEPLOYMENT_MUTATOR: &str = "\
+apiVersion: mutations.sartor.dev/v1
+kind: Assign
+metadata: {name: rules-deployments}
+spec:
+  applyTo: [{groups: [apps], versions: [v1], kinds: [Deployment], operations: [CREATE]}]
+  location: spec.revisionHistoryLimit
+  parameters: {assign: {value: 3}}
+";
+
+/// What a set of only [`POD_MUTATOR`] installs.
+fn pod_rules() -> Value {
+    json!([
+        {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["UPDATE"], "resources": ["pods/ephemeralcontainers"], "scope": "*"},
+        {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["pods"], "scope": "*"},
+    ])
+}
+
+/// One object of each of several kinds, created with a server-side dry run
+/// (every admission webhook is called, nothing is stored): the mutate
+/// requests sartor answered meanwhile.
+fn workload(suite: &Suite, sartor: &Sartor) -> Result<u64, String> {
+    let before = mutate_requests(sartor)?;
+    let objects = "\
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: rules-config, namespace: default}
+data: {a: b}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: rules-secret, namespace: default}
+stringData: {a: b}
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: rules-account, namespace: default}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: rules-service, namespace: default}
+spec:
+  ports: [{port: 80}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: rules-pod, namespace: default}
+spec:
+  containers: [{name: app, image: shop/app:1.0}]
+";
+    suite
+        .plane
+        .kubectl_with_input(&["create", "--dry-run=server", "-f", "-"], Some(objects))?;
+    Ok(mutate_requests(sartor)? - before)
+}
+
+/// The trials' own mutators gone, the examples back and in force.
+fn restore(suite: &mut Suite) -> Result<(), String> {
+    suite.plane.kubectl(&[
+        "delete",
+        "assign.mutations.sartor.dev",
+        "rules-pods",
+        "rules-deployments",
+        "--ignore-not-found",
+    ])?;
+    examples_enforced(suite).map(|_| ())
+}
+
+fn delete_all_mutators(suite: &Suite) -> Result<(), String> {
+    suite.plane.kubectl(&[
+        "delete",
+        "assign.mutations.sartor.dev,assignimage.mutations.sartor.dev,assignmetadata.mutations.sartor.dev,modifyset.mutations.sartor.dev",
+        "--all",
+        "--wait=true",
+    ])?;
+    Ok(())
+}
+
+/// The rules follow the mutators: the examples (an AssignMetadata of every
+/// kind) keep `*`; with no mutator a rule naming a resource that does not
+/// exist; only a Pod mutator sends pods and debug containers; a Deployment
+/// mutator adds deployments. The install's `*` rule is narrowed again after
+/// a re-apply, and the request count reaching sartor drops to the Pods.
+pub fn derived_from_the_mutators(suite: &mut Suite) -> Result<(), String> {
+    examples_enforced(suite)?;
+    let everything = json!([
+        {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["UPDATE"], "resources": ["pods/ephemeralcontainers"], "scope": "*"},
+        {"apiGroups": ["*"], "apiVersions": ["*"], "operations": ["CREATE", "UPDATE"], "resources": ["*"], "scope": "*"},
+    ]);
+    wait_rules(suite, "rules with the examples", &everything)?;
+
+    delete_all_mutators(suite)?;
+    let nothing = json!([
+        {"apiGroups": ["mutations.sartor.dev"], "apiVersions": ["*"], "operations": ["CREATE", "UPDATE"], "resources": ["no-mutator-is-enforced"], "scope": "*"},
+    ]);
+    wait_rules(suite, "rules with no mutator", &nothing)?;
+
+    suite
+        .plane
+        .kubectl_with_input(&["apply", "-f", "-"], Some(POD_MUTATOR))?;
+    wait_rules(suite, "rules with a Pod mutator", &pod_rules())?;
+    replica(suite)?;
+    let sartor = suite.replica.as_ref().ok_or("no replica")?;
+    let derived = workload(suite, sartor)?;
+    same(
+        "mutate requests for 5 objects, 1 a Pod (derived rules)",
+        derived,
+        1,
+    )?;
+    same(
+        "sartor_webhook_rules_state",
+        metric(sartor, "sartor_webhook_rules_state{")?,
+        vec![
+            "sartor_webhook_rules_state{state=\"derived\"} 1".to_string(),
+            "sartor_webhook_rules_state{state=\"error\"} 0".to_string(),
+            "sartor_webhook_rules_state{state=\"missing\"} 0".to_string(),
+            "sartor_webhook_rules_state{state=\"off\"} 0".to_string(),
+        ],
+    )?;
+    same(
+        "sartor_webhook_rule_resources",
+        metric(sartor, "sartor_webhook_rule_resources{")?,
+        vec![
+            "sartor_webhook_rule_resources{api_group=\"\",api_version=\"v1\",resource=\"pods\"} 1"
+                .to_string(),
+            "sartor_webhook_rule_resources{api_group=\"\",api_version=\"v1\",resource=\"pods/ephemeralcontainers\"} 1"
+                .to_string(),
+        ],
+    )?;
+    if !sartor.log().lines().any(|l| {
+        l.contains("webhook rules installed")
+            && l.contains("v1 pods/ephemeralcontainers (UPDATE); v1 pods (CREATE,UPDATE)")
+    }) {
+        return Err(format!("no log line for the Pod rules:\n{}", sartor.log()));
+    }
+
+    suite
+        .plane
+        .kubectl_with_input(&["apply", "-f", "-"], Some(DEPLOYMENT_MUTATOR))?;
+    let mut with_deployments = pod_rules();
+    if let Some(rules) = with_deployments.as_array_mut() {
+        rules.push(json!({"apiGroups": ["apps"], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["deployments"], "scope": "*"}));
+    }
+    wait_rules(suite, "rules with a Deployment mutator", &with_deployments)?;
+    suite
+        .plane
+        .kubectl(&["delete", "assign.mutations.sartor.dev", "rules-deployments"])?;
+    wait_rules(suite, "rules without the Deployment mutator", &pod_rules())?;
+
+    // The install's own rule (`*`) comes back with every apply, and is
+    // narrowed again within a check interval (1 s here).
+    let overlay = suite
+        .install
+        .as_ref()
+        .map(|i| i.overlay.display().to_string())
+        .ok_or("no install")?;
+    suite.plane.kubectl(&["apply", "-k", &overlay])?;
+    wait_rules(suite, "rules narrowed after a re-apply", &pod_rules())?;
+    restore(suite)
+}
+
+/// With `--webhook-rules pinned` the install's `*` rule stays, and the API
+/// server sends sartor every object of the workload; with derived rules
+/// (the previous trial) only the Pod.
+pub fn pinned_rules_stay_as_installed(suite: &mut Suite) -> Result<(), String> {
+    replica(suite)?;
+    delete_all_mutators(suite)?;
+    suite
+        .plane
+        .kubectl_with_input(&["apply", "-f", "-"], Some(POD_MUTATOR))?;
+    let port = suite
+        .install
+        .as_ref()
+        .map(|i| i.webhook_port)
+        .ok_or("no install")?;
+    if let Some(replica) = suite.replica.take() {
+        replica.stop();
+    }
+    let overlay = suite
+        .install
+        .as_ref()
+        .map(|i| i.overlay.display().to_string())
+        .ok_or("no install")?;
+    suite.plane.kubectl(&["apply", "-k", &overlay])?;
+    let install = installed(suite)?;
+    let pinned = Sartor::start(
+        suite,
+        "replica-pinned",
+        port,
+        &["--webhook-rules", "pinned"],
+    )?;
+    wait_ca_injected(suite)?;
+    // Five check intervals: nothing rewrote them.
+    std::thread::sleep(Duration::from_secs(5));
+    same(
+        "rules with --webhook-rules pinned",
+        installed(suite)?,
+        install,
+    )?;
+    let requests = workload(suite, &pinned);
+    let none = metric(&pinned, "sartor_webhook_rules_state{");
+    pinned.stop();
+    let requests = requests?;
+    // The API server may send more (its own writes of the moment); never fewer.
+    if requests < 5 {
+        return Err(format!(
+            "mutate requests for 5 objects with the install's `*` rule: {requests}, want at least 5"
+        ));
+    }
+    eprintln!("mutate requests for the 5-object workload: pinned `*` {requests}, derived 1");
+    same(
+        "rules state metric when pinned",
+        none?,
+        Vec::<String>::new(),
+    )?;
+    // The usual replica again: it narrows the rules.
+    replica(suite)?;
+    wait_rules(suite, "rules derived again", &pod_rules())?;
+    restore(suite)
+}
+
+/// Two replicas deriving at once: started together on the install's `*`
+/// rule, they settle on the same rules, and then neither writes again
+/// (the configuration's resourceVersion stays put over five check intervals).
+pub fn two_replicas_converge_without_flapping(suite: &mut Suite) -> Result<(), String> {
+    replica(suite)?;
+    delete_all_mutators(suite)?;
+    suite.plane.kubectl_with_input(
+        &["apply", "-f", "-"],
+        Some(&format!("{POD_MUTATOR}---\n{DEPLOYMENT_MUTATOR}")),
+    )?;
+    let mut want = pod_rules();
+    if let Some(rules) = want.as_array_mut() {
+        rules.push(json!({"apiGroups": ["apps"], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["deployments"], "scope": "*"}));
+    }
+    let second = Sartor::start(suite, "replica-b", free_port()?, &[])?;
+    wait_rules(suite, "rules before the race", &want)?;
+    let overlay = suite
+        .install
+        .as_ref()
+        .map(|i| i.overlay.display().to_string())
+        .ok_or("no install")?;
+    // Both replicas find `*` installed at their next check and race to narrow it.
+    suite.plane.kubectl(&["apply", "-k", &overlay])?;
+    wait_rules(suite, "rules after the race", &want)?;
+    let settled = resource_version(suite)?;
+    std::thread::sleep(Duration::from_secs(5));
+    let after = resource_version(suite);
+    let state = metric(&second, "sartor_webhook_rule_resources{");
+    let (code, log) = second.stop();
+    same("resourceVersion over five check intervals", after?, settled)?;
+    same("replica-b's exit code", code, Some(0))?;
+    let first = suite.replica.as_ref().ok_or("no replica")?;
+    same(
+        "the resources each replica reports",
+        state?,
+        metric(first, "sartor_webhook_rule_resources{")?,
+    )?;
+    let writes = |log: &str| {
+        log.lines()
+            .filter(|l| l.contains("webhook rules installed"))
+            .count()
+    };
+    eprintln!(
+        "writes of the rules: replica-a {} in its life, replica-b {} (log: {} lines)",
+        writes(&first.log()),
+        writes(&log),
+        log.lines().count()
+    );
+    restore(suite)
+}
