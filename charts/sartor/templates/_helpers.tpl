@@ -48,6 +48,16 @@ true
 {{- end -}}
 {{- end -}}
 
+{{/* Whether the replicas derive the mutating webhook's rules ("true" or ""); fails on an unknown mode. */}}
+{{- define "sartor.derivedRules" -}}
+{{- $mode := .Values.mutatingWebhook.rulesMode -}}
+{{- if eq $mode "derived" -}}
+true
+{{- else if ne $mode "pinned" -}}
+{{- fail (printf "mutatingWebhook.rulesMode must be derived or pinned, not %q" $mode) -}}
+{{- end -}}
+{{- end -}}
+
 {{/* Labels of every object: sartor's own, then Helm's. */}}
 {{- define "sartor.labels" -}}
 app.kubernetes.io/name: sartor

@@ -72,6 +72,10 @@ const TRIALS: &[Check<ControlPlane>] = &[
         Needs::Tools(cert_manager_values_render),
     ),
     (
+        "pinned_rules_render_the_flag_and_need_no_grant",
+        Needs::Tools(pinned_rules_render_the_flag_and_need_no_grant),
+    ),
+    (
         "release_name_and_namespace_reach_every_reference",
         Needs::Tools(release_name_and_namespace_reach_every_reference),
     ),
@@ -185,7 +189,8 @@ fn helm_lint_is_clean(tools: &Tools) -> Result<(), String> {
 /// certificate.mode certManager changes the default rendering exactly so:
 /// a CA Issuer chain and the serving Certificate are added, the webhook
 /// configurations ask cert-manager for the CA, sartor serves the mounted
-/// Secret, and the grants for the managed certificate go.
+/// Secret, and the grants for the managed certificate go (but for the
+/// mutating configuration's, whose rules the replicas still derive).
 fn cert_manager_values_render(tools: &Tools) -> Result<(), String> {
     let mut expected = without_helm_labels(render(tools, "sartor", "sartor-system", &[])?);
     let actual = render(
@@ -203,10 +208,11 @@ fn cert_manager_values_render(tools: &Tools) -> Result<(), String> {
             .remove(unused)
             .ok_or(format!("no {unused} by default"))?;
     }
+    // The mutating configuration's grant stays: the replicas derive its rules.
     pointer_mut(&mut expected, "ClusterRole sartor", "/rules")?
         .as_array_mut()
         .ok_or("ClusterRole rules: not a list")?
-        .retain(|rule| rule["apiGroups"] != json!(["admissionregistration.k8s.io"]));
+        .retain(|rule| rule["resources"] != json!(["validatingwebhookconfigurations"]));
     let deployment = "Deployment sartor-system/sartor";
     set(
         &mut expected,
@@ -291,6 +297,67 @@ fn cert_manager_values_render(tools: &Tools) -> Result<(), String> {
         "helm template sartor charts/sartor --set certificate.mode=certManager",
         &without_helm_labels(actual),
     )
+}
+
+/// mutatingWebhook.rulesMode pinned passes `--webhook-rules=pinned` and
+/// nothing else changes; with certificate.mode certManager too, sartor
+/// writes no webhook configuration, so neither grant is rendered. An
+/// unknown mode fails the rendering (the values schema), naming the value.
+fn pinned_rules_render_the_flag_and_need_no_grant(tools: &Tools) -> Result<(), String> {
+    let pinned = ["--set", "mutatingWebhook.rulesMode=pinned"];
+    let mut expected = without_helm_labels(render(tools, "sartor", "sartor-system", &[])?);
+    let deployment = "Deployment sartor-system/sartor";
+    pointer_mut(
+        &mut expected,
+        deployment,
+        "/spec/template/spec/containers/0/args",
+    )?
+    .as_array_mut()
+    .ok_or("args: not a list")?
+    .push(json!("--webhook-rules=pinned"));
+    compare(
+        "the default rendering with --webhook-rules=pinned",
+        &expected,
+        "helm template sartor charts/sartor --set mutatingWebhook.rulesMode=pinned",
+        &without_helm_labels(render(tools, "sartor", "sartor-system", &pinned)?),
+    )?;
+    let cert_manager = render(
+        tools,
+        "sartor",
+        "sartor-system",
+        &[
+            "--set",
+            "mutatingWebhook.rulesMode=pinned",
+            "--set",
+            "certificate.mode=certManager",
+        ],
+    )?;
+    let grants: Vec<Value> = field(&cert_manager, "ClusterRole sartor", "/rules")
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|rule| rule["apiGroups"] == json!(["admissionregistration.k8s.io"]))
+        .collect();
+    same("webhook configuration grants", grants, Vec::new())?;
+    match render(
+        tools,
+        "sartor",
+        "sartor-system",
+        &["--set", "mutatingWebhook.rulesMode=static"],
+    ) {
+        Ok(_) => Err("rulesMode=static rendered".to_string()),
+        Err(error)
+            if error.contains(
+                "at '/mutatingWebhook/rulesMode': value must be one of 'derived', 'pinned'",
+            ) =>
+        {
+            Ok(())
+        }
+        Err(error) => Err(format!(
+            "rulesMode=static failed without naming it: {error}"
+        )),
+    }
 }
 
 /// Another release name and namespace reach every name and reference, and

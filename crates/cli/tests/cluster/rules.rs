@@ -2,7 +2,7 @@
 //! derived`, the default): the API server sends sartor only the objects its
 //! mutators can change.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
@@ -212,14 +212,19 @@ pub fn derived_from_the_mutators(suite: &mut Suite) -> Result<(), String> {
         return Err(format!("no log line for the Pod rules:\n{}", sartor.log()));
     }
 
-    suite
-        .plane
-        .kubectl_with_input(&["apply", "-f", "-"], Some(DEPLOYMENT_MUTATOR))?;
     let mut with_deployments = pod_rules();
     if let Some(rules) = with_deployments.as_array_mut() {
         rules.push(json!({"apiGroups": ["apps"], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["deployments"], "scope": "*"}));
     }
+    let start = Instant::now();
+    suite
+        .plane
+        .kubectl_with_input(&["apply", "-f", "-"], Some(DEPLOYMENT_MUTATOR))?;
     wait_rules(suite, "rules with a Deployment mutator", &with_deployments)?;
+    eprintln!(
+        "a Deployment mutator applied: deployments in the rules {:?} later",
+        start.elapsed()
+    );
     suite
         .plane
         .kubectl(&["delete", "assign.mutations.sartor.dev", "rules-deployments"])?;
