@@ -4,12 +4,14 @@
 //!  API server ──watch mutator kinds──▶ MutatorSet ──snapshot──▶ Webhook::publish
 //!      │                                   └──status entries──▶ StatusWriter ──SSA /status──▶ API server
 //!      ├──watch Namespaces──▶ NamespaceCache (the webhook's namespace provider)
-//!      └──Secret + webhook configurations ◀──▶ CertManager ──files──▶ server's TLS reload
+//!      ├──Secret + webhook configurations ◀──▶ CertManager ──files──▶ server's TLS reload
+//!      └──discovery + mutating webhook rules ◀──▶ RulesWriter ◀──System::targets── snapshots
 //! ```
 //!
 //! Every replica runs all of it: each writes only its own `status.byPod`
-//! entry (its own field manager), and the Secret is settled by the API
-//! server's optimistic concurrency, so no leader election is needed.
+//! entry (its own field manager), and the Secret and the webhook rules are
+//! settled by the API server's optimistic concurrency, so no leader election
+//! is needed.
 
 pub mod certs;
 pub mod mutators;

@@ -1,7 +1,7 @@
 //! The mutating webhook's rules, kept equal to what the enforced mutators can
 //! mutate, so the API server calls sartor only for those objects.
 //!
-//! [`derive`] maps the engine's [`Targets`] to rules through API discovery
+//! [`derived`] maps the engine's [`Targets`] to rules through API discovery
 //! (kind to resource); a kind discovery does not know yet (a CRD not
 //! installed) widens to every resource of its group and version, so the
 //! rules are never narrower than a mutator needs. [`RulesWriter`] writes them
@@ -144,7 +144,7 @@ impl Served {
 
 /// The rules that send exactly what `targets` can mutate, as far as `served`
 /// knows the kinds: sorted, so every replica derives the same list.
-pub fn derive(targets: &Targets, served: &Served) -> Vec<RuleWithOperations> {
+pub fn derived(targets: &Targets, served: &Served) -> Vec<RuleWithOperations> {
     if targets.is_empty() {
         return vec![rule(
             "mutations.sartor.dev",
@@ -382,7 +382,7 @@ impl RulesWriter {
         } else {
             Served::default()
         };
-        let derived = derive(targets, &served);
+        let derived = derived(targets, &served);
         let api: Api<MutatingWebhookConfiguration> = Api::all(self.client.clone());
         let fail = |action: &str| {
             let action = format!(

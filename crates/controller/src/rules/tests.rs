@@ -30,7 +30,7 @@ fn served() -> Served {
 }
 
 fn rules(yaml: &str) -> Value {
-    serde_json::to_value(derive(&targets(yaml), &served())).unwrap()
+    serde_json::to_value(derived(&targets(yaml), &served())).unwrap()
 }
 
 fn assign(apply_to: &str) -> String {
@@ -139,7 +139,7 @@ fn a_mutator_of_every_kind_sends_everything_and_debug_containers() {
 #[test]
 fn no_mutator_sends_a_resource_that_does_not_exist() {
     assert_eq!(
-        serde_json::to_value(derive(&Targets::default(), &served())).unwrap(),
+        serde_json::to_value(derived(&Targets::default(), &served())).unwrap(),
         json!([
             {"apiGroups": ["mutations.sartor.dev"], "apiVersions": ["*"], "operations": ["CREATE", "UPDATE"], "resources": ["no-mutator-is-enforced"], "scope": "*"},
         ])
@@ -148,7 +148,7 @@ fn no_mutator_sends_a_resource_that_does_not_exist() {
 
 #[test]
 fn installed_rules_compare_equal_in_any_order() {
-    let derived = derive(
+    let derived = derived(
         &targets(&assign(
             "[{groups: [''], versions: [v1], kinds: [Pod]}, {groups: [apps], versions: [v1], kinds: [Deployment, StatefulSet]}]",
         )),
