@@ -528,11 +528,7 @@ spec:
 /// the install re-applied) lets an admin label one anyway.
 pub fn the_exemption_label_is_guarded(suite: &mut Suite) -> Result<(), String> {
     replica(suite)?;
-    let overlay = suite
-        .install
-        .as_ref()
-        .map(|i| i.overlay.display().to_string())
-        .ok_or("no install")?;
+    let overlay = suite.applied()?.overlay_arg();
     let plane = &suite.plane;
     plane.kubectl_with_input(
         &["apply", "-f", "-"],

@@ -78,11 +78,7 @@ pub fn gatekeeper_mutators_are_enforced_with_gatekeeper_compat(
     if let Some(old) = suite.replica.take() {
         let _ = old.stop();
     }
-    let port = suite
-        .install
-        .as_ref()
-        .map(|i| i.webhook_port)
-        .ok_or("no install")?;
+    let port = suite.applied()?.webhook_port;
     suite.replica = Some(Sartor::start(
         suite,
         "replica-gk",
@@ -136,11 +132,7 @@ pub fn a_missing_crd_is_named_and_the_other_kinds_served(suite: &mut Suite) -> R
         "assignimage.mutations.sartor.dev",
         "--wait=true",
     ])?;
-    let port = suite
-        .install
-        .as_ref()
-        .map(|i| i.webhook_port)
-        .ok_or("no install")?;
+    let port = suite.applied()?.webhook_port;
     let sartor = Sartor::start(suite, "replica-c", port, &[])?;
     let readyz = http_get(sartor.metrics, "/readyz")?;
     let metric = |sartor: &Sartor| -> Result<Vec<String>, String> {

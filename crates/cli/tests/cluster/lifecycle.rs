@@ -288,11 +288,7 @@ pub fn a_certificate_near_expiry_is_rotated_under_the_same_ca(
 /// stopped and failurePolicy Ignore, objects are admitted unmutated.
 pub fn the_documented_off_switch_turns_mutation_off(suite: &mut Suite) -> Result<(), String> {
     examples_enforced(suite)?;
-    let overlay = suite
-        .install
-        .as_ref()
-        .map(|i| i.overlay.display().to_string())
-        .ok_or("no install")?;
+    let overlay = suite.applied()?.overlay_arg();
     probe_until(suite, &mutated(), Duration::from_secs(10))?;
     let plane = &suite.plane;
     plane.kubectl(&["delete", "mutatingwebhookconfiguration", "sartor-mutating"])?;

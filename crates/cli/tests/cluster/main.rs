@@ -101,6 +101,22 @@ pub struct Install {
     pub overlay: PathBuf,
 }
 
+impl Suite {
+    /// The install, once a trial has applied it ([`install::ensure`]).
+    pub fn applied(&self) -> Result<&Install, String> {
+        self.install
+            .as_ref()
+            .ok_or_else(|| "no install".to_string())
+    }
+}
+
+impl Install {
+    /// The overlay directory, for `kubectl apply -k`.
+    pub fn overlay_arg(&self) -> String {
+        self.overlay.display().to_string()
+    }
+}
+
 fn main() -> ExitCode {
     sartor_tests::suite::main("cluster", TRIALS, |tools| {
         ControlPlane::start(tools).map(|plane| Suite {

@@ -86,6 +86,15 @@ spec:
   parameters: {assign: {value: 3}}
 ";
 
+/// What [`POD_MUTATOR`] and [`DEPLOYMENT_MUTATOR`] install.
+fn pod_and_deployment_rules() -> Value {
+    let mut rules = pod_rules();
+    if let Some(list) = rules.as_array_mut() {
+        list.push(json!({"apiGroups": ["apps"], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["deployments"], "scope": "*"}));
+    }
+    rules
+}
+
 /// What a set of only [`POD_MUTATOR`] installs.
 fn pod_rules() -> Value {
     json!([
@@ -212,10 +221,7 @@ pub fn derived_from_the_mutators(suite: &mut Suite) -> Result<(), String> {
         return Err(format!("no log line for the Pod rules:\n{}", sartor.log()));
     }
 
-    let mut with_deployments = pod_rules();
-    if let Some(rules) = with_deployments.as_array_mut() {
-        rules.push(json!({"apiGroups": ["apps"], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["deployments"], "scope": "*"}));
-    }
+    let with_deployments = pod_and_deployment_rules();
     let start = Instant::now();
     suite
         .plane
@@ -232,11 +238,7 @@ pub fn derived_from_the_mutators(suite: &mut Suite) -> Result<(), String> {
 
     // The install's own rule (`*`) comes back with every apply, and is
     // narrowed again within a check interval (1 s here).
-    let overlay = suite
-        .install
-        .as_ref()
-        .map(|i| i.overlay.display().to_string())
-        .ok_or("no install")?;
+    let overlay = suite.applied()?.overlay_arg();
     suite.plane.kubectl(&["apply", "-k", &overlay])?;
     wait_rules(suite, "rules narrowed after a re-apply", &pod_rules())?;
     restore(suite)
@@ -251,19 +253,11 @@ pub fn pinned_rules_stay_as_installed(suite: &mut Suite) -> Result<(), String> {
     suite
         .plane
         .kubectl_with_input(&["apply", "-f", "-"], Some(POD_MUTATOR))?;
-    let port = suite
-        .install
-        .as_ref()
-        .map(|i| i.webhook_port)
-        .ok_or("no install")?;
+    let port = suite.applied()?.webhook_port;
     if let Some(replica) = suite.replica.take() {
         replica.stop();
     }
-    let overlay = suite
-        .install
-        .as_ref()
-        .map(|i| i.overlay.display().to_string())
-        .ok_or("no install")?;
+    let overlay = suite.applied()?.overlay_arg();
     suite.plane.kubectl(&["apply", "-k", &overlay])?;
     let install = installed(suite)?;
     let pinned = Sartor::start(
@@ -312,17 +306,10 @@ pub fn two_replicas_converge_without_flapping(suite: &mut Suite) -> Result<(), S
         &["apply", "-f", "-"],
         Some(&format!("{POD_MUTATOR}---\n{DEPLOYMENT_MUTATOR}")),
     )?;
-    let mut want = pod_rules();
-    if let Some(rules) = want.as_array_mut() {
-        rules.push(json!({"apiGroups": ["apps"], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["deployments"], "scope": "*"}));
-    }
+    let want = pod_and_deployment_rules();
     let second = Sartor::start(suite, "replica-b", free_port()?, &[])?;
     wait_rules(suite, "rules before the race", &want)?;
-    let overlay = suite
-        .install
-        .as_ref()
-        .map(|i| i.overlay.display().to_string())
-        .ok_or("no install")?;
+    let overlay = suite.applied()?.overlay_arg();
     // Both replicas find `*` installed at their next check and race to narrow it.
     suite.plane.kubectl(&["apply", "-k", &overlay])?;
     wait_rules(suite, "rules after the race", &want)?;

@@ -1,13 +1,18 @@
 //! Targets: the kinds and operations a system's enforced mutators can mutate.
 
-use sartor_engine::System;
+use sartor_engine::{System, Targets};
 
-fn targets(yaml: &str) -> String {
+fn targets_of(yaml: &str) -> Targets {
     let mut system = System::new();
     for object in super::objects(yaml) {
         system.upsert(sartor_engine::Mutator::compile(&object).unwrap());
     }
-    system.targets().to_string()
+    system.targets()
+}
+
+/// The targets of the mutators in `yaml`, one line each.
+fn targets(yaml: &str) -> String {
+    targets_of(yaml).to_string()
 }
 
 #[test]
@@ -62,12 +67,8 @@ spec:
   location: metadata.labels.owner
   parameters: {assign: {value: team-a}}
 ";
-    let mut system = System::new();
-    for object in super::objects(yaml) {
-        system.upsert(sartor_engine::Mutator::compile(&object).unwrap());
-    }
-    assert!(system.targets().is_everything());
-    assert_eq!(system.targets().to_string(), "*.*/*: CREATE, UPDATE\n");
+    assert!(targets_of(yaml).is_everything());
+    assert_eq!(targets(yaml), "*.*/*: CREATE, UPDATE\n");
 }
 
 #[test]
