@@ -10,6 +10,7 @@ use sartor_api::{
     Document, GATEKEEPER_GROUP, GROUP, MutatorKind, Origin, Wildcard, json_type, parse_mutator,
 };
 use sartor_engine::{Gvk, Mutator, MutatorId, Operation, Request, Source, System};
+use sartor_location::{KeyValue, Node, Path};
 use serde_json::Value;
 
 use crate::metrics::Metrics;
@@ -147,33 +148,63 @@ fn is_ephemeral_containers(request: &AdmissionRequest) -> bool {
         && request.kind.kind == "Pod"
 }
 
-/// `original` with the ephemeral containers this request adds as in
-/// `mutated`, and nothing else of `mutated`: the API server ignores or
-/// refuses any other change through this subresource, including one to an
-/// ephemeral container the Pod already had (`old`'s, by name).
-fn with_ephemeral_containers_of(original: &Value, mutated: &Value, old: Option<&Value>) -> Value {
-    let containers = |object: Option<&Value>| -> Vec<Value> {
+/// The names of the ephemeral containers `object` has that `old` has not:
+/// those the request adds, the only ones sartor may change.
+fn added_ephemeral_containers(object: &Value, old: Option<&Value>) -> Vec<Value> {
+    let names = |object: Option<&Value>| -> Vec<Value> {
         object
             .and_then(|o| o.pointer("/spec/ephemeralContainers"))
             .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default()
+            .into_iter()
+            .flatten()
+            .filter_map(|container| container.get("name").cloned())
+            .collect()
     };
-    let existing = containers(old);
-    let mutated = containers(Some(mutated));
+    let existing = names(old);
+    names(Some(object))
+        .into_iter()
+        .filter(|name| !existing.contains(name))
+        .collect()
+}
+
+/// `original` with the ephemeral containers named in `added` as in
+/// `mutated`, and nothing else of `mutated`: the API server ignores or
+/// refuses any other change through this subresource, including one to an
+/// ephemeral container the Pod already had.
+fn with_ephemeral_containers_of(original: &Value, mutated: &Value, added: &[Value]) -> Value {
+    let mutated: &[Value] = mutated
+        .pointer("/spec/ephemeralContainers")
+        .and_then(Value::as_array)
+        .map_or(&[], Vec::as_slice);
     let mut confined = original.clone();
-    if let Some(Value::Array(added)) = confined.pointer_mut("/spec/ephemeralContainers") {
-        for container in added.iter_mut() {
-            let name = container.get("name").cloned();
-            if name.is_none() || existing.iter().any(|e| e.get("name") == name.as_ref()) {
+    if let Some(Value::Array(containers)) = confined.pointer_mut("/spec/ephemeralContainers") {
+        for container in containers.iter_mut() {
+            let Some(name) = container.get("name").filter(|name| added.contains(name)) else {
                 continue;
-            }
-            if let Some(changed) = mutated.iter().find(|m| m.get("name") == name.as_ref()) {
+            };
+            if let Some(changed) = mutated.iter().find(|m| m.get("name") == Some(name)) {
                 *container = changed.clone();
             }
         }
     }
     confined
+}
+
+/// Whether `path` is inside one of the ephemeral containers named in `added`
+/// (`spec.ephemeralContainers[name: N]...`, globs pinned by the engine).
+fn inside_added_container(path: &Path, added: &[Value]) -> bool {
+    match path.nodes() {
+        [
+            Node::Field(spec),
+            Node::Field(list),
+            Node::List(selector),
+            ..,
+        ] if spec == "spec" && list == "ephemeralContainers" && selector.key_field == "name" => {
+            matches!(&selector.key_value, KeyValue::String(name)
+                if added.iter().any(|added| added.as_str() == Some(name)))
+        }
+        _ => false,
+    }
 }
 
 /// Why a mutation was skipped, for the debug log.
@@ -311,7 +342,7 @@ impl Webhook {
             namespace_object: namespace_object.as_deref(),
         };
         let mut mutated = object.clone();
-        let mutation = match snapshot.system.mutate(&mut mutated, &engine_request) {
+        let mut mutation = match snapshot.system.mutate(&mut mutated, &engine_request) {
             Ok(mutation) => mutation,
             Err(error) => {
                 tracing::warn!(uid, %error, "mutation failed");
@@ -322,7 +353,12 @@ impl Webhook {
             return Ok((AdmissionResponse::allow(uid), "unchanged"));
         }
         if is_ephemeral_containers(request) {
-            mutated = with_ephemeral_containers_of(object, &mutated, request.old_object.as_ref());
+            let added = added_ephemeral_containers(object, request.old_object.as_ref());
+            mutated = with_ephemeral_containers_of(object, &mutated, &added);
+            // Only these changes reach the API server: only their mutators count.
+            mutation
+                .changes
+                .retain(|change| inside_added_container(&change.path, &added));
         }
         // Changes may cancel out (a pass that ends where it started).
         let patch = json_patch::diff(object, &mutated);

@@ -304,6 +304,18 @@ async fn an_ephemeral_container_request_gets_a_patch_confined_to_ephemeral_conta
             {"op": "add", "path": "/spec/ephemeralContainers/1/imagePullPolicy", "value": "Always"},
         ])
     );
+    // Only the mutator whose change was kept counts as applied, twice.
+    let applied: Vec<String> = harness
+        .metrics()
+        .await
+        .lines()
+        .filter(|l| l.starts_with("sartor_mutations_applied_total{"))
+        .map(str::to_string)
+        .collect();
+    assert_eq!(
+        applied,
+        ["sartor_mutations_applied_total{kind=\"Assign\",name=\"always-pull-debug\"} 2"]
+    );
     // Other subresources stay skipped, even with a Pod in them.
     let mut status = review("admission.k8s.io/v1", "UPDATE", "shop", pod());
     status["request"]["subResource"] = json!("status");
