@@ -27,15 +27,15 @@ pub enum Condition {
 }
 
 /// Where the assigned value comes from: exactly one of `value`,
-/// `fromMetadata` and `externalData`.
+/// `fromMetadata`, `fromNamespace` (sartor only) and `externalData`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 // CEL cannot see `value` (a field without a type is not declared to CEL), so
-// the schema only keeps fromMetadata and externalData apart; the engine checks
-// that exactly one source is set.
+// the schema only keeps the other sources apart; the engine checks that
+// exactly one source is set.
 #[schemars(extend("x-kubernetes-validations" = [{
-    "rule": "!(has(self.fromMetadata) && has(self.externalData))",
-    "message": "set only one of value, fromMetadata and externalData",
+    "rule": "[has(self.fromMetadata), has(self.fromNamespace), has(self.externalData)].filter(x, x).size() <= 1",
+    "message": "set only one of value, fromMetadata, fromNamespace and externalData",
 }]))]
 pub struct AssignField {
     /// A constant to assign: any JSON value (string, number, object, list...).
@@ -45,6 +45,10 @@ pub struct AssignField {
     /// Assign a field of the mutated object's own metadata.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from_metadata: Option<FromMetadata>,
+    /// Assign a label or annotation of the object's Namespace (sartor only:
+    /// `mutations.sartor.dev/v1`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_namespace: Option<FromNamespace>,
     /// Assign what an external data provider returns (Gatekeeper's
     /// externaldata; sartor reads it but does not call providers).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -57,6 +61,33 @@ pub struct AssignField {
 pub struct FromMetadata {
     /// Which metadata field provides the value.
     pub field: MetadataField,
+}
+
+/// `assign.fromNamespace` (sartor only): the value of a label or annotation
+/// of the Namespace the object is in. A Namespace does not change while one
+/// of its objects is admitted, so such a value cannot keep a set from
+/// converging (Gatekeeper refuses values from the object's own labels for
+/// that reason). Objects not in a namespace (cluster-scoped ones, Namespaces
+/// themselves) are left unchanged.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schemars(extend("x-kubernetes-validations" = [{
+    "rule": "has(self.label) != has(self.annotation)",
+    "message": "set exactly one of label and annotation",
+}]))]
+pub struct FromNamespace {
+    /// The label of the Namespace whose value is assigned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 317))]
+    pub label: Option<String>,
+    /// The annotation of the Namespace whose value is assigned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 317))]
+    pub annotation: Option<String>,
+    /// Assigned when the Namespace has no such label or annotation. Without
+    /// it, the object is then left unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default: Option<String>,
 }
 
 /// The metadata field whose value is assigned: `namespace` (empty for cluster-scoped objects) or `name`.

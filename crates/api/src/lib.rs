@@ -32,8 +32,8 @@ pub use assign::{Assign, AssignParameters, AssignSpec};
 pub use assign_image::{AssignImage, AssignImageParameters, AssignImageSpec};
 pub use assign_metadata::{AssignMetadata, AssignMetadataSpec, MetadataParameters};
 pub use common::{
-    AssignField, Condition, DataSource, ExternalData, FailurePolicy, FromMetadata, MetadataField,
-    PathTest,
+    AssignField, Condition, DataSource, ExternalData, FailurePolicy, FromMetadata, FromNamespace,
+    MetadataField, PathTest,
 };
 pub use loader::{
     Document, Input, LoadError, Loaded, LoadedMutator, Origin, Problem, json_type, load_mutators,
@@ -167,6 +167,24 @@ impl MutatorObject {
             MutatorObject::AssignMetadata(m) => &m.spec.location,
             MutatorObject::ModifySet(m) => &m.spec.location,
         }
+    }
+
+    /// The first field it uses that only sartor's API has (its path and what
+    /// it is), or `None`: such a mutator needs sartor's apiVersion, since a
+    /// Gatekeeper apiVersion always means exactly Gatekeeper's behaviour.
+    pub fn sartor_extension(&self) -> Option<(&'static str, &'static str)> {
+        let assign = match self {
+            MutatorObject::Assign(m) => Some(&m.spec.parameters.assign),
+            MutatorObject::AssignMetadata(m) => Some(&m.spec.parameters.assign),
+            MutatorObject::AssignImage(_) | MutatorObject::ModifySet(_) => None,
+        };
+        if assign.is_some_and(|a| a.from_namespace.is_some()) {
+            return Some((
+                "spec.parameters.assign.fromNamespace",
+                "a value from the Namespace",
+            ));
+        }
+        None
     }
 
     /// The object as JSON, with sartor's `apiVersion`.

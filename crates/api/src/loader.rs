@@ -124,6 +124,18 @@ pub enum Problem {
         /// What is wrong with it.
         message: String,
     },
+    /// A Gatekeeper-apiVersion mutator uses a field only sartor's API has.
+    #[error(
+        "{field}: {extension} is a sartor extension, not part of Gatekeeper's API ({api_version}); use apiVersion {API_VERSION} for this mutator"
+    )]
+    SartorExtension {
+        /// The field, e.g. `spec.parameters.assign.fromNamespace`.
+        field: &'static str,
+        /// What it is.
+        extension: &'static str,
+        /// The document's (Gatekeeper) `apiVersion`.
+        api_version: String,
+    },
     /// Another document defines a mutator of the same kind and name.
     #[error(
         "also defined at {0}; a kind and name can be defined once (sartor's and Gatekeeper's groups count as one)"
@@ -566,7 +578,19 @@ pub fn parse_mutator(document: &Document) -> Result<LoadedMutator, LoadError> {
             prune_nulls(spec, "spec");
         }
     }
-    let object = typed(kind, &value).map_err(|e| fail(subject, e))?;
+    let object = typed(kind, &value).map_err(|e| fail(subject.clone(), e))?;
+    if group == GATEKEEPER_GROUP
+        && let Some((field, extension)) = object.sartor_extension()
+    {
+        return Err(fail(
+            subject,
+            Problem::SartorExtension {
+                field,
+                extension,
+                api_version: api_version.to_string(),
+            },
+        ));
+    }
     Ok(LoadedMutator {
         origin: document.origin.clone(),
         api_version: api_version.to_string(),

@@ -182,9 +182,26 @@ fn assign_keeps_metadata_and_external_data_apart() {
         ("{value: x}", vec![]),
         ("{fromMetadata: {field: name}}", vec![]),
         ("{externalData: {provider: p}}", vec![]),
+        ("{fromNamespace: {label: team}}", vec![]),
         (
             "{fromMetadata: {field: name}, externalData: {provider: p}}",
-            vec!["spec.parameters.assign: set only one of value, fromMetadata and externalData"],
+            vec![
+                "spec.parameters.assign: set only one of value, fromMetadata, fromNamespace and externalData",
+            ],
+        ),
+        (
+            "{fromMetadata: {field: name}, fromNamespace: {label: team}}",
+            vec![
+                "spec.parameters.assign: set only one of value, fromMetadata, fromNamespace and externalData",
+            ],
+        ),
+        (
+            "{fromNamespace: {label: team, annotation: team}}",
+            vec!["spec.parameters.assign.fromNamespace: set exactly one of label and annotation"],
+        ),
+        (
+            "{fromNamespace: {default: x}}",
+            vec!["spec.parameters.assign.fromNamespace: set exactly one of label and annotation"],
         ),
     ];
     for (assign, want) in cases {

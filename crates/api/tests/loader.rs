@@ -543,3 +543,24 @@ fn a_bad_entry_does_not_stop_the_directory_walk() {
     assert_eq!(loaded.mutators.len(), 1);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn sartor_extensions_need_sartors_api_version() {
+    let assign_metadata = |api_version: &str| {
+        format!(
+            "apiVersion: {api_version}\nkind: AssignMetadata\nmetadata: {{name: team}}\n\
+             spec:\n  location: metadata.labels.team\n  \
+             parameters: {{assign: {{fromNamespace: {{label: team}}}}}}\n"
+        )
+    };
+    assert_eq!(
+        problems("m.yaml", &assign_metadata("mutations.gatekeeper.sh/v1")),
+        [
+            "m.yaml: document 1 (AssignMetadata team): spec.parameters.assign.fromNamespace: a value from the Namespace is a sartor extension, not part of Gatekeeper's API (mutations.gatekeeper.sh/v1); use apiVersion mutations.sartor.dev/v1 for this mutator"
+        ]
+    );
+    assert_eq!(
+        problems("m.yaml", &assign_metadata("mutations.sartor.dev/v1")),
+        Vec::<String>::new()
+    );
+}

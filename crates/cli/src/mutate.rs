@@ -164,7 +164,8 @@ pub(crate) fn mutate_one(
         Err(error) => {
             let hint = match &*error.reason {
                 Failure::Match {
-                    source: MatchError::NamespaceUnknown { .. },
+                    source:
+                        MatchError::NamespaceUnknown { .. } | MatchError::ValueNamespaceUnknown { .. },
                     ..
                 } => "; pass the Namespace object with --namespaces",
                 _ => "",

@@ -50,6 +50,12 @@ pub enum MatchError {
         /// The namespace the object is in.
         namespace: String,
     },
+    /// A value `fromNamespace` needs the Namespace the caller did not provide.
+    #[error("its value comes from Namespace {namespace:?}, which was not provided")]
+    ValueNamespaceUnknown {
+        /// The namespace the object is in.
+        namespace: String,
+    },
 }
 
 // === impl Matcher ===

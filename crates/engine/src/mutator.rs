@@ -20,7 +20,7 @@ use sartor_location::{Node, ParseError, Path, PathTestError, PathTests};
 use serde_json::Value;
 
 use crate::image::ImageError;
-use crate::matching::{MatchCompileError, MatchError, Matcher};
+use crate::matching::{MatchCompileError, MatchError, Matcher, namespace_of};
 use crate::request::{Gvk, Operation, Request};
 use crate::walk::{self, WalkError, Walked};
 
@@ -161,6 +161,16 @@ pub enum Problem {
     /// `spec.parameters.assign` sets no value or several.
     #[error("spec.parameters.assign: set exactly one of value, fromMetadata and externalData")]
     ValueSources,
+    /// `spec.parameters.assign` sets fromNamespace and another source.
+    #[error(
+        "spec.parameters.assign: set exactly one of value, fromMetadata, fromNamespace and externalData"
+    )]
+    ValueSourcesWithNamespace,
+    /// `fromNamespace` names neither or both of a label and an annotation.
+    #[error(
+        "spec.parameters.assign.fromNamespace: set exactly one of label and annotation, not empty"
+    )]
+    NamespaceKey,
     /// sartor does not call external data providers.
     #[error(
         "spec.parameters.assign.externalData: external data providers are not supported by sartor"
@@ -372,7 +382,30 @@ impl Mutator {
         if !self.applies.allows(gvk, request.operation) {
             return Ok(false);
         }
-        self.matcher.matches(object, gvk, request)
+        if !self.matcher.matches(object, gvk, request)? {
+            return Ok(false);
+        }
+        // A value from the Namespace is decided here, like a namespaceSelector:
+        // without the Namespace the mutation cannot be known.
+        if self.value_from_namespace()
+            && request.namespace_object.is_none()
+            && !gvk.is_namespace()
+            && let Some(namespace) = namespace_of(object, request)
+        {
+            return Err(MatchError::ValueNamespaceUnknown {
+                namespace: namespace.to_string(),
+            });
+        }
+        Ok(true)
+    }
+
+    /// Whether its value comes from the object's Namespace (`fromNamespace`).
+    fn value_from_namespace(&self) -> bool {
+        matches!(
+            &self.action,
+            Action::Assign(assign::Source::FromNamespace { .. })
+                | Action::AssignMetadata(assign::Source::FromNamespace { .. })
+        )
     }
 
     /// Its compiled `match` criteria.
@@ -380,9 +413,9 @@ impl Mutator {
         &self.matcher
     }
 
-    /// Whether its match criteria may need the object's Namespace.
+    /// Whether its match criteria or its value may need the object's Namespace.
     pub fn needs_namespace(&self) -> bool {
-        self.matcher.needs_namespace()
+        self.matcher.needs_namespace() || self.value_from_namespace()
     }
 
     /// Applies it to `object` (matching is the caller's business).
@@ -392,7 +425,11 @@ impl Mutator {
     pub fn apply(&self, object: &mut Value, request: &Request<'_>) -> Result<Walked, WalkError> {
         match &self.action {
             Action::Assign(source) | Action::AssignMetadata(source) => {
-                let value = source.value(object, request);
+                // No value (a Namespace without the label, and no default):
+                // nothing to do.
+                let Some(value) = source.value(object, request) else {
+                    return Ok(Walked::default());
+                };
                 walk::mutate(
                     &self.location,
                     &self.tests,

@@ -12,6 +12,8 @@ mod apply;
 mod compile;
 #[path = "engine/matching.rs"]
 mod matching;
+#[path = "engine/namespace_values.rs"]
+mod namespace_values;
 #[path = "engine/system.rs"]
 mod system;
 #[path = "engine/targets.rs"]

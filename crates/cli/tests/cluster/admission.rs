@@ -96,7 +96,7 @@ pub const EXAMPLE_MUTATORS: &[(&str, &[&str])] = &[
     ("assignimage.mutations.sartor.dev", &["pin-registry"]),
     (
         "assignmetadata.mutations.sartor.dev",
-        &["owner-from-namespace"],
+        &["owner-from-namespace", "team-from-namespace"],
     ),
     ("modifyset.mutations.sartor.dev", &["no-debug-flag"]),
 ];

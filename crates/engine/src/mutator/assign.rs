@@ -1,5 +1,6 @@
-//! Assign: set any field outside `metadata` to a value, or to the object's
-//! name or namespace (`fromMetadata`).
+//! Assign: set any field outside `metadata` to a value, to the object's
+//! name or namespace (`fromMetadata`), or to a label or annotation of its
+//! Namespace (`fromNamespace`, sartor only).
 
 use std::borrow::Cow;
 
@@ -23,6 +24,13 @@ pub(crate) enum Source {
     Value(Value),
     /// `fromMetadata`: the object's name or namespace, read when applied.
     FromMetadata(MetadataField),
+    /// `fromNamespace`: a label or annotation of the object's Namespace
+    /// (`annotation` false: a label), else `default`, else nothing.
+    FromNamespace {
+        annotation: bool,
+        key: String,
+        default: Option<String>,
+    },
 }
 
 /// Sets a field to a value, or puts an object into a keyed list.
@@ -35,7 +43,7 @@ pub(super) fn compile(spec: &AssignSpec) -> Result<Parts, Problem> {
     let source = Source::compile(&spec.parameters.assign)?;
     if let Some(list) = ends_in_list(&location) {
         match &source {
-            Source::FromMetadata(_) => {
+            Source::FromMetadata(_) | Source::FromNamespace { .. } => {
                 return Err(Problem::MetadataIntoList {
                     location: location.clone(),
                 });
@@ -76,17 +84,35 @@ pub(super) fn compile(spec: &AssignSpec) -> Result<Parts, Problem> {
 // === impl Source ===
 
 impl Source {
-    /// Reads `spec.parameters.assign`: exactly one of value, fromMetadata and
-    /// externalData, and sartor does not call external data providers.
+    /// Reads `spec.parameters.assign`: exactly one of value, fromMetadata,
+    /// fromNamespace and externalData, and sartor does not call external data
+    /// providers.
     pub(super) fn compile(field: &AssignField) -> Result<Source, Problem> {
         let set = usize::from(field.value.is_some())
             + usize::from(field.from_metadata.is_some())
+            + usize::from(field.from_namespace.is_some())
             + usize::from(field.external_data.is_some());
         if set != 1 {
-            return Err(Problem::ValueSources);
+            return Err(if field.from_namespace.is_some() {
+                Problem::ValueSourcesWithNamespace
+            } else {
+                Problem::ValueSources
+            });
         }
         if field.external_data.is_some() {
             return Err(Problem::ExternalData);
+        }
+        if let Some(from) = &field.from_namespace {
+            let (annotation, key) = match (&from.label, &from.annotation) {
+                (Some(label), None) if !label.is_empty() => (false, label),
+                (None, Some(annotation)) if !annotation.is_empty() => (true, annotation),
+                _ => return Err(Problem::NamespaceKey),
+            };
+            return Ok(Source::FromNamespace {
+                annotation,
+                key: key.clone(),
+                default: from.default.clone(),
+            });
         }
         match (&field.value, &field.from_metadata) {
             (Some(value), _) => Ok(Source::Value(value.clone())),
@@ -95,19 +121,43 @@ impl Source {
         }
     }
 
-    /// The value to set on `object`. `fromMetadata` gives `""` when the
-    /// object has no name (yet) or no namespace, as Gatekeeper does.
-    pub(crate) fn value<'s>(&'s self, object: &Value, request: &Request<'_>) -> Cow<'s, Value> {
+    /// The value to set on `object`, `None` when there is none. `fromMetadata`
+    /// gives `""` when the object has no name (yet) or no namespace, as
+    /// Gatekeeper does; `fromNamespace` gives nothing for an object that is
+    /// not in a namespace, or whose Namespace was not provided (matching
+    /// refuses that case first), and the default, if any, when the Namespace
+    /// lacks the key.
+    pub(crate) fn value<'s>(
+        &'s self,
+        object: &Value,
+        request: &Request<'_>,
+    ) -> Option<Cow<'s, Value>> {
         match self {
-            Source::Value(value) => Cow::Borrowed(value),
-            Source::FromMetadata(MetadataField::Name) => Cow::Owned(Value::String(
+            Source::Value(value) => Some(Cow::Borrowed(value)),
+            Source::FromMetadata(MetadataField::Name) => Some(Cow::Owned(Value::String(
                 metadata_str(object, "name").unwrap_or_default().to_string(),
-            )),
-            Source::FromMetadata(MetadataField::Namespace) => Cow::Owned(Value::String(
+            ))),
+            Source::FromMetadata(MetadataField::Namespace) => Some(Cow::Owned(Value::String(
                 namespace_of(object, request)
                     .unwrap_or_default()
                     .to_string(),
-            )),
+            ))),
+            Source::FromNamespace {
+                annotation,
+                key,
+                default,
+            } => {
+                namespace_of(object, request)?;
+                let namespace = request.namespace_object?;
+                let map = if *annotation { "annotations" } else { "labels" };
+                let found = namespace
+                    .get("metadata")
+                    .and_then(|m| m.get(map))
+                    .and_then(|m| m.get(key.as_str()))
+                    .and_then(Value::as_str)
+                    .or(default.as_deref())?;
+                Some(Cow::Owned(Value::String(found.to_string())))
+            }
         }
     }
 }
