@@ -27,15 +27,16 @@ pub enum Condition {
 }
 
 /// Where the assigned value comes from: exactly one of `value`,
-/// `fromMetadata`, `fromNamespace` (sartor only) and `externalData`.
+/// `fromMetadata`, `fromNamespace` (sartor only) and `externalData`; or
+/// `remove: true` (sartor only), which removes what is at the location.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 // CEL cannot see `value` (a field without a type is not declared to CEL), so
 // the schema only keeps the other sources apart; the engine checks that
 // exactly one source is set.
 #[schemars(extend("x-kubernetes-validations" = [{
-    "rule": "[has(self.fromMetadata), has(self.fromNamespace), has(self.externalData)].filter(x, x).size() <= 1",
-    "message": "set only one of value, fromMetadata, fromNamespace and externalData",
+    "rule": "[has(self.fromMetadata), has(self.fromNamespace), has(self.externalData), has(self.remove) && self.remove].filter(x, x).size() <= 1",
+    "message": "set only one of value, fromMetadata, fromNamespace, externalData and remove",
 }]))]
 pub struct AssignField {
     /// A constant to assign: any JSON value (string, number, object, list...).
@@ -49,6 +50,11 @@ pub struct AssignField {
     /// `mutations.sartor.dev/v1`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from_namespace: Option<FromNamespace>,
+    /// Remove what is at the location instead of assigning (sartor only:
+    /// `mutations.sartor.dev/v1`): a field, or the list elements the last
+    /// selector picks. Nothing there is not a change; parents are never created.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub remove: bool,
     /// Assign what an external data provider returns (Gatekeeper's
     /// externaldata; sartor reads it but does not call providers).
     #[serde(default, skip_serializing_if = "Option::is_none")]

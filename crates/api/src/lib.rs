@@ -184,6 +184,9 @@ impl MutatorObject {
                 "a value from the Namespace",
             ));
         }
+        if assign.is_some_and(|a| a.remove) {
+            return Some(("spec.parameters.assign.remove", "removal"));
+        }
         None
     }
 

@@ -186,13 +186,13 @@ fn assign_keeps_metadata_and_external_data_apart() {
         (
             "{fromMetadata: {field: name}, externalData: {provider: p}}",
             vec![
-                "spec.parameters.assign: set only one of value, fromMetadata, fromNamespace and externalData",
+                "spec.parameters.assign: set only one of value, fromMetadata, fromNamespace, externalData and remove",
             ],
         ),
         (
             "{fromMetadata: {field: name}, fromNamespace: {label: team}}",
             vec![
-                "spec.parameters.assign: set only one of value, fromMetadata, fromNamespace and externalData",
+                "spec.parameters.assign: set only one of value, fromMetadata, fromNamespace, externalData and remove",
             ],
         ),
         (

@@ -161,16 +161,26 @@ pub enum Problem {
     /// `spec.parameters.assign` sets no value or several.
     #[error("spec.parameters.assign: set exactly one of value, fromMetadata and externalData")]
     ValueSources,
-    /// `spec.parameters.assign` sets fromNamespace and another source.
+    /// `spec.parameters.assign` sets one of sartor's sources (fromNamespace,
+    /// remove) and another one.
     #[error(
-        "spec.parameters.assign: set exactly one of value, fromMetadata, fromNamespace and externalData"
+        "spec.parameters.assign: set exactly one of value, fromMetadata, fromNamespace, externalData and remove"
     )]
-    ValueSourcesWithNamespace,
+    ValueSourcesExtended,
     /// `fromNamespace` names neither or both of a label and an annotation.
     #[error(
         "spec.parameters.assign.fromNamespace: set exactly one of label and annotation, not empty"
     )]
     NamespaceKey,
+    /// A removal with a MustNotExist pathTest: what it removes would have to
+    /// be absent, so it could never apply.
+    #[error(
+        "spec.parameters.pathTests[{index}]: MustNotExist cannot go with remove: a removal applies only where its location exists, so it would never apply"
+    )]
+    RemoveMustNotExist {
+        /// The pathTest's position, from 0.
+        index: usize,
+    },
     /// sartor does not call external data providers.
     #[error(
         "spec.parameters.assign.externalData: external data providers are not supported by sartor"
@@ -424,6 +434,9 @@ impl Mutator {
     /// [`WalkError`] when the object does not fit the location.
     pub fn apply(&self, object: &mut Value, request: &Request<'_>) -> Result<Walked, WalkError> {
         match &self.action {
+            Action::Assign(assign::Source::Remove) | Action::AssignMetadata(assign::Source::Remove) => {
+                walk::mutate(&self.location, &self.tests, &assign::RemoveSetter, object)
+            }
             Action::Assign(source) | Action::AssignMetadata(source) => {
                 // No value (a Namespace without the label, and no default):
                 // nothing to do.

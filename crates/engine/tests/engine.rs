@@ -14,6 +14,8 @@ mod compile;
 mod matching;
 #[path = "engine/namespace_values.rs"]
 mod namespace_values;
+#[path = "engine/removal.rs"]
+mod removal;
 #[path = "engine/system.rs"]
 mod system;
 #[path = "engine/targets.rs"]

@@ -31,7 +31,13 @@ pub(crate) enum Source {
         key: String,
         default: Option<String>,
     },
+    /// `remove: true`: no value; what is at the location goes (sartor only).
+    Remove,
 }
+
+/// Removes the field the location ends at, or the list elements its last
+/// selector picks; never creates anything.
+pub(crate) struct RemoveSetter;
 
 /// Sets a field to a value, or puts an object into a keyed list.
 pub(crate) struct AssignSetter<'v>(pub(crate) &'v Value);
@@ -48,6 +54,8 @@ pub(super) fn compile(spec: &AssignSpec) -> Result<Parts, Problem> {
                     location: location.clone(),
                 });
             }
+            // Removes the selected elements (the walk's list removal).
+            Source::Remove => {}
             Source::Value(value) => {
                 if list.key_value == KeyValue::Glob {
                     return Err(Problem::GlobAtEnd {
@@ -72,9 +80,23 @@ pub(super) fn compile(spec: &AssignSpec) -> Result<Parts, Problem> {
             }
         }
     }
+    // A removal needs something there: the walk then never creates a parent.
+    let mut path_tests = spec.parameters.path_tests.clone();
+    if source == Source::Remove {
+        if let Some(index) = path_tests
+            .iter()
+            .position(|t| t.condition == sartor_api::Condition::MustNotExist)
+        {
+            return Err(Problem::RemoveMustNotExist { index });
+        }
+        path_tests.push(sartor_api::PathTest {
+            sub_path: spec.location.clone(),
+            condition: sartor_api::Condition::MustExist,
+        });
+    }
     finish(
         location,
-        &spec.parameters.path_tests,
+        &path_tests,
         &spec.apply_to,
         &spec.r#match,
         Action::Assign(source),
@@ -91,13 +113,18 @@ impl Source {
         let set = usize::from(field.value.is_some())
             + usize::from(field.from_metadata.is_some())
             + usize::from(field.from_namespace.is_some())
-            + usize::from(field.external_data.is_some());
+            + usize::from(field.external_data.is_some())
+            + usize::from(field.remove);
         if set != 1 {
-            return Err(if field.from_namespace.is_some() {
-                Problem::ValueSourcesWithNamespace
+            // Gatekeeper's message unless one of sartor's sources is involved.
+            return Err(if field.from_namespace.is_some() || field.remove {
+                Problem::ValueSourcesExtended
             } else {
                 Problem::ValueSources
             });
+        }
+        if field.remove {
+            return Ok(Source::Remove);
         }
         if field.external_data.is_some() {
             return Err(Problem::ExternalData);
@@ -142,6 +169,7 @@ impl Source {
                     .unwrap_or_default()
                     .to_string(),
             ))),
+            Source::Remove => None,
             Source::FromNamespace {
                 annotation,
                 key,
@@ -159,6 +187,14 @@ impl Source {
                 Some(Cow::Owned(Value::String(found.to_string())))
             }
         }
+    }
+}
+
+// === impl RemoveSetter ===
+
+impl Setter for RemoveSetter {
+    fn set_value(&self, object: &mut Map<String, Value>, key: &str) -> Result<bool, SetError> {
+        Ok(object.remove(key).is_some())
     }
 }
 

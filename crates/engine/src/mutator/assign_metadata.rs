@@ -1,4 +1,5 @@
-//! AssignMetadata: add a label or annotation when the object does not have it.
+//! AssignMetadata: add a label or annotation when the object does not have
+//! it, or remove one it has (`remove`, sartor only).
 
 use sartor_api::{AssignMetadataSpec, json_type};
 use sartor_location::{Condition, Node, Path, PathTest, PathTests};
@@ -30,12 +31,18 @@ pub(super) fn compile(spec: &AssignMetadataSpec) -> Result<Parts, Problem> {
             found: json_type(value),
         });
     }
-    // The key's presence decides: never overwrite, even an empty value.
+    // The key's presence decides: never overwrite, even an empty value; a
+    // removal needs it there.
+    let condition = if source == Source::Remove {
+        Condition::MustExist
+    } else {
+        Condition::MustNotExist
+    };
     let tests = PathTests::new(
         &location,
         &[PathTest {
             sub_path: location.clone(),
-            condition: Condition::MustNotExist,
+            condition,
         }],
     )
     .map_err(Problem::PathTests)?;

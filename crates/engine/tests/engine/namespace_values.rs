@@ -149,7 +149,7 @@ fn exactly_one_key_and_one_source_are_accepted() {
     );
     assert_eq!(
         compile_error(&yaml("{value: x, fromNamespace: {label: team}}")),
-        "AssignMetadata team: spec.parameters.assign: set exactly one of value, fromMetadata, fromNamespace and externalData"
+        "AssignMetadata team: spec.parameters.assign: set exactly one of value, fromMetadata, fromNamespace, externalData and remove"
     );
     assert_eq!(
         compile_error(&assign(
