@@ -35,8 +35,8 @@ const EPHEMERAL_CONTAINERS: &str = "pods/ephemeralcontainers";
 /// (plural) in each group and version that serves it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Served {
-    /// (group, version, kind) to resource.
-    resources: BTreeMap<(String, String, String), String>,
+    /// (group, version, kind) to its resources (nearly always one).
+    resources: BTreeMap<(String, String, String), BTreeSet<String>>,
 }
 
 /// A group, a version and the operations: one rule's worth of resources.
@@ -55,6 +55,21 @@ pub enum RulesError {
         source: kube::Error,
     },
 }
+
+/// Why a round runs: the mutators changed (derive afresh), or the periodic
+/// check (only widen rules a replica derived).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Round {
+    /// The first round, or the mutators changed since the last.
+    Changed,
+    /// The periodic check.
+    Periodic,
+}
+
+/// The configuration's annotation holding the rules a replica last derived
+/// (as [`summary`] gives them): rules equal to it were derived, any others
+/// (the install's) were not. Also what `kubectl get -o yaml` shows of them.
+pub const DERIVED_RULES: &str = "mutations.sartor.dev/derived-rules";
 
 /// What a round found or did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,10 +92,10 @@ pub enum RulesAction {
 impl Served {
     /// Adds that `kind` of `group`/`version` is served as `resource`.
     pub fn insert(&mut self, group: &str, version: &str, kind: &str, resource: &str) {
-        self.resources.insert(
-            (group.to_string(), version.to_string(), kind.to_string()),
-            resource.to_string(),
-        );
+        self.resources
+            .entry((group.to_string(), version.to_string(), kind.to_string()))
+            .or_default()
+            .insert(resource.to_string());
     }
 
     /// What `discovery` found: every top-level resource of every group and version.
@@ -138,12 +153,16 @@ impl Served {
                     && group.is_none_or(|group| group == g)
                     && version.is_none_or(|v2| v2 == v)
             })
-            .map(|((g, v, _), resource)| (g.as_str(), v.as_str(), resource.as_str()))
+            .flat_map(|((g, v, _), resources)| {
+                resources
+                    .iter()
+                    .map(move |resource| (g.as_str(), v.as_str(), resource.as_str()))
+            })
     }
 }
 
 /// The rules that send exactly what `targets` can mutate, as far as `served`
-/// knows the kinds: sorted, so every replica derives the same list.
+/// knows the kinds: normalized (sorted), so every replica derives the same list.
 pub fn derived(targets: &Targets, served: &Served) -> Vec<RuleWithOperations> {
     if targets.is_empty() {
         return vec![rule(
@@ -180,9 +199,14 @@ pub fn derived(targets: &Targets, served: &Served) -> Vec<RuleWithOperations> {
         let mut found = false;
         for (g, v, resource) in served.find(group, version, kind) {
             found = true;
-            // A pattern of any version keeps any version: a version served
-            // later is sent too.
-            send(g, version.map_or("*", |_| v), ops, resource);
+            // A pattern of any group or version keeps any group or version:
+            // one served later (a CRD installed after) is sent too.
+            send(
+                group.map_or("*", |_| g),
+                version.map_or("*", |_| v),
+                ops,
+                resource,
+            );
         }
         if !found {
             send(group.unwrap_or("*"), version.unwrap_or("*"), ops, "*");
@@ -207,7 +231,8 @@ pub fn derived(targets: &Targets, served: &Served) -> Vec<RuleWithOperations> {
         }
     }
     sent.retain(|_, resources| !resources.is_empty());
-    sent.into_iter()
+    let rules: Vec<RuleWithOperations> = sent
+        .into_iter()
         .map(|((group, version, ops), resources)| {
             // `*` covers every resource of the group, not subresources.
             let resources = if resources.contains("*") {
@@ -220,7 +245,8 @@ pub fn derived(targets: &Targets, served: &Served) -> Vec<RuleWithOperations> {
             };
             rule(&group, &version, ops, resources)
         })
-        .collect()
+        .collect();
+    normalized(&rules)
 }
 
 /// A rule for `resources` of `group`/`version`, any scope.
@@ -268,7 +294,62 @@ fn normalized(rules: &[RuleWithOperations]) -> Vec<RuleWithOperations> {
             rule.scope.clone(),
         )
     });
+    rules.dedup();
     rules
+}
+
+/// The rules a round installs, given the `installed` ones (normalized), the
+/// [`DERIVED_RULES`] annotation and what this replica derives: the derived
+/// rules, except that a periodic round over rules a replica derived only adds
+/// what they lack.
+fn next_rules(
+    installed: &[RuleWithOperations],
+    marker: Option<&str>,
+    derived: Vec<RuleWithOperations>,
+    round: Round,
+) -> Vec<RuleWithOperations> {
+    let derived = normalized(&derived);
+    let installed_is_derived = marker == Some(summary(installed).as_str());
+    if round == Round::Changed || !installed_is_derived {
+        return derived;
+    }
+    if covers(installed, &derived) {
+        return installed.to_vec();
+    }
+    normalized(&[installed.to_vec(), derived].concat())
+}
+
+/// Whether `installed` sends everything `wanted` does (wildcards included).
+fn covers(installed: &[RuleWithOperations], wanted: &[RuleWithOperations]) -> bool {
+    let installed = sent(installed);
+    sent(wanted).iter().all(|(group, version, resource, op)| {
+        installed.iter().any(|&(g, v, r, o)| {
+            (g == *group || g == "*")
+                && (v == *version || v == "*")
+                && (r == *resource || (r == "*" && !resource.contains('/')) || r == "*/*")
+                && (o == *op || o == "*")
+        })
+    })
+}
+
+/// Every (group, version, resource, operation) `rules` name.
+fn sent(rules: &[RuleWithOperations]) -> Vec<(&str, &str, &str, &str)> {
+    fn list(l: &Option<Vec<String>>) -> Vec<&str> {
+        l.iter().flatten().map(String::as_str).collect()
+    }
+    let mut all = Vec::new();
+    for rule in rules {
+        for group in list(&rule.api_groups) {
+            for version in list(&rule.api_versions) {
+                for resource in list(&rule.resources) {
+                    for op in list(&rule.operations) {
+                        all.push((group, version, resource, op));
+                    }
+                }
+            }
+        }
+    }
+    all
 }
 
 /// `(apiGroup, apiVersion, resource)` for every combination `rules` sends.
@@ -372,17 +453,24 @@ impl RulesWriter {
     }
 
     /// One round: derives the rules for `targets` and installs them unless
-    /// they are installed already or the rules are empty (switched off).
+    /// they are installed already or the rules are empty (switched off). A
+    /// [`Round::Periodic`] round only widens rules a replica derived (the
+    /// annotation [`DERIVED_RULES`] says which): a replica whose view of the
+    /// mutators lags never narrows what a newer one wrote; it narrows when its
+    /// own mutators change ([`Round::Changed`]) or when the installed rules
+    /// are not derived ones (the install applied again).
+    ///
+    /// When discovery fails, every kind widens to its group and version (or
+    /// to everything), those rules are installed, and the discovery error is
+    /// returned.
     ///
     /// # Errors
     /// Discovery, reading or writing the configuration failed.
-    pub async fn reconcile(&self, targets: &Targets) -> Result<RulesAction, RulesError> {
-        let served = if targets.iter().any(|(pattern, _)| pattern.kind.is_some()) {
-            Served::discover(&self.client).await?
-        } else {
-            Served::default()
-        };
-        let derived = derived(targets, &served);
+    pub async fn reconcile(
+        &self,
+        targets: &Targets,
+        round: Round,
+    ) -> Result<RulesAction, RulesError> {
         let api: Api<MutatingWebhookConfiguration> = Api::all(self.client.clone());
         let fail = |action: &str| {
             let action = format!(
@@ -400,6 +488,12 @@ impl RulesWriter {
                 .set_webhook_rules(RulesState::Missing, Some(&[]));
             return Ok(RulesAction::Missing);
         };
+        let marker = config
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(DERIVED_RULES))
+            .cloned();
         let Some(webhook) = config
             .webhooks
             .iter_mut()
@@ -410,28 +504,63 @@ impl RulesWriter {
                 .set_webhook_rules(RulesState::Missing, Some(&[]));
             return Ok(RulesAction::Missing);
         };
-        let installed = webhook.rules.clone().unwrap_or_default();
+        let installed = normalized(&webhook.rules.clone().unwrap_or_default());
         if installed.is_empty() {
             self.metrics.set_webhook_rules(RulesState::Off, Some(&[]));
             return Ok(RulesAction::Off);
         }
-        if normalized(&installed) == normalized(&derived) {
-            self.metrics
-                .set_webhook_rules(RulesState::Derived, Some(&resources(&installed)));
-            return Ok(RulesAction::Kept);
-        }
-        webhook.rules = Some(derived.clone());
-        match api
-            .replace(&self.configuration, &PostParams::default(), &config)
-            .await
-        {
-            Ok(_) => {
-                self.metrics
-                    .set_webhook_rules(RulesState::Derived, Some(&resources(&derived)));
-                Ok(RulesAction::Written(summary(&derived)))
+        let (served, discovery) = if targets.iter().any(|(pattern, _)| pattern.kind.is_some()) {
+            match Served::discover(&self.client).await {
+                Ok(served) => (served, None),
+                Err(error) => (Served::default(), Some(error)),
             }
-            Err(kube::Error::Api(status)) if status.is_conflict() => Ok(RulesAction::Raced),
-            Err(source) => Err(fail("writing")(source)),
+        } else {
+            (Served::default(), None)
+        };
+        let want = next_rules(
+            &installed,
+            marker.as_deref(),
+            derived(targets, &served),
+            round,
+        );
+        let state = if discovery.is_some() {
+            RulesState::Error
+        } else {
+            RulesState::Derived
+        };
+        let action = if installed == want {
+            self.metrics
+                .set_webhook_rules(state, Some(&resources(&installed)));
+            RulesAction::Kept
+        } else {
+            webhook.rules = Some(want.clone());
+            config
+                .metadata
+                .annotations
+                .get_or_insert_with(BTreeMap::new)
+                .insert(DERIVED_RULES.to_string(), summary(&want));
+            match api
+                .replace(&self.configuration, &PostParams::default(), &config)
+                .await
+            {
+                Ok(_) => {
+                    self.metrics
+                        .set_webhook_rules(state, Some(&resources(&want)));
+                    tracing::info!(
+                        configuration = %self.configuration,
+                        webhook = %self.webhook,
+                        rules = %summary(&want),
+                        "webhook rules installed"
+                    );
+                    RulesAction::Written(summary(&want))
+                }
+                Err(kube::Error::Api(status)) if status.is_conflict() => RulesAction::Raced,
+                Err(source) => return Err(fail("writing")(source)),
+            }
+        };
+        match discovery {
+            Some(error) => Err(error),
+            None => Ok(action),
         }
     }
 
@@ -441,6 +570,9 @@ impl RulesWriter {
     /// the first snapshot: until then the install's own rules stand.
     pub async fn run(self, mut snapshots: watch::Receiver<Option<Arc<Snapshot>>>, every: Duration) {
         let mut last: Option<RulesAction> = None;
+        // The first round, and every one after the mutators changed, derives
+        // afresh; the others only widen.
+        let mut round = Round::Changed;
         loop {
             let targets = snapshots
                 .borrow_and_update()
@@ -448,17 +580,19 @@ impl RulesWriter {
                 .map(|snapshot| snapshot.system.targets());
             let mut wait = every;
             if let Some(targets) = targets {
-                match self.reconcile(&targets).await {
+                match self.reconcile(&targets, round).await {
                     Ok(action) => {
                         self.log(&action, last.as_ref());
                         if action == RulesAction::Raced {
                             wait = Duration::from_millis(200);
+                        } else {
+                            round = Round::Periodic;
                         }
                         last = Some(action);
                     }
                     Err(error) => {
                         self.metrics.set_webhook_rules(RulesState::Error, None);
-                        tracing::warn!(%error, "keeping the webhook rules; retrying");
+                        tracing::warn!(%error, "deriving the webhook rules; retrying (a failed discovery widens them meanwhile)");
                         wait = every.min(Duration::from_secs(5));
                         last = None;
                     }
@@ -469,6 +603,7 @@ impl RulesWriter {
                     if changed.is_err() || !settled(&mut snapshots).await {
                         return;
                     }
+                    round = Round::Changed;
                 }
                 () = tokio::time::sleep(wait) => {}
             }
@@ -479,9 +614,6 @@ impl RulesWriter {
     fn log(&self, action: &RulesAction, last: Option<&RulesAction>) {
         let configuration = &self.configuration;
         match action {
-            RulesAction::Written(rules) => {
-                tracing::info!(%configuration, webhook = %self.webhook, %rules, "webhook rules installed");
-            }
             RulesAction::Off if last != Some(action) => tracing::warn!(
                 %configuration,
                 webhook = %self.webhook,

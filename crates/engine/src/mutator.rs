@@ -434,7 +434,8 @@ impl Mutator {
     /// [`WalkError`] when the object does not fit the location.
     pub fn apply(&self, object: &mut Value, request: &Request<'_>) -> Result<Walked, WalkError> {
         match &self.action {
-            Action::Assign(assign::Source::Remove) | Action::AssignMetadata(assign::Source::Remove) => {
+            Action::Assign(assign::Source::Remove)
+            | Action::AssignMetadata(assign::Source::Remove) => {
                 walk::mutate(&self.location, &self.tests, &assign::RemoveSetter, object)
             }
             Action::Assign(source) | Action::AssignMetadata(source) => {

@@ -71,7 +71,7 @@ pub fn cel_rules_reject_invalid_mutators(suite: &mut Suite) -> Result<(), String
     let expected = [
         (
             "The Assign \"invalid-assign\" is invalid: spec.parameters.assign",
-            "set only one of value, fromMetadata and externalData",
+            "set only one of value, fromMetadata, fromNamespace, externalData and remove",
         ),
         (
             "The AssignImage \"invalid-assignimage\" is invalid: spec.parameters",

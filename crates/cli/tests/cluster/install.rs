@@ -191,6 +191,7 @@ pub fn examples_apply_with_only_sartors_crds(suite: &mut Suite) -> Result<(), St
             "assign.mutations.sartor.dev/seccomp-runtime-default created (server dry run)",
             "assignimage.mutations.sartor.dev/pin-registry created (server dry run)",
             "assignmetadata.mutations.sartor.dev/owner-from-namespace created (server dry run)",
+            "assignmetadata.mutations.sartor.dev/team-from-namespace created (server dry run)",
             "modifyset.mutations.sartor.dev/no-debug-flag created (server dry run)",
         ],
     )

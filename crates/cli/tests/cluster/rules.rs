@@ -98,8 +98,8 @@ fn pod_and_deployment_rules() -> Value {
 /// What a set of only [`POD_MUTATOR`] installs.
 fn pod_rules() -> Value {
     json!([
-        {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["UPDATE"], "resources": ["pods/ephemeralcontainers"], "scope": "*"},
         {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["pods"], "scope": "*"},
+        {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["UPDATE"], "resources": ["pods/ephemeralcontainers"], "scope": "*"},
     ])
 }
 
@@ -214,9 +214,20 @@ pub fn derived_from_the_mutators(suite: &mut Suite) -> Result<(), String> {
                 .to_string(),
         ],
     )?;
+    same(
+        "the derived-rules annotation",
+        suite.plane.kubectl(&[
+            "get",
+            "mutatingwebhookconfiguration",
+            "sartor-mutating",
+            "-o",
+            r"jsonpath={.metadata.annotations.mutations\.sartor\.dev/derived-rules}",
+        ])?,
+        "v1 pods (CREATE,UPDATE); v1 pods/ephemeralcontainers (UPDATE)".to_string(),
+    )?;
     if !sartor.log().lines().any(|l| {
         l.contains("webhook rules installed")
-            && l.contains("v1 pods/ephemeralcontainers (UPDATE); v1 pods (CREATE,UPDATE)")
+            && l.contains("v1 pods (CREATE,UPDATE); v1 pods/ephemeralcontainers (UPDATE)")
     }) {
         return Err(format!("no log line for the Pod rules:\n{}", sartor.log()));
     }

@@ -52,8 +52,8 @@ fn pod_mutators_send_pods_and_debug_containers_only() {
     assert_eq!(
         rules(&assign("[{groups: [''], versions: [v1], kinds: [Pod]}]")),
         json!([
-            {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["UPDATE"], "resources": ["pods/ephemeralcontainers"], "scope": "*"},
             {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["pods"], "scope": "*"},
+            {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["UPDATE"], "resources": ["pods/ephemeralcontainers"], "scope": "*"},
         ])
     );
 }
@@ -73,15 +73,63 @@ fn create_only_pod_mutators_do_not_send_debug_containers() {
 }
 
 #[test]
-fn match_kinds_send_every_version_and_every_group_that_serves_the_kind() {
+fn match_kinds_send_every_version_and_every_group() {
+    // A kind of any group keeps any group: a CRD of another group serving
+    // `widgets`, installed later, is sent too.
     assert_eq!(
         rules(&assign_metadata(
             "[{apiGroups: ['*'], kinds: [Widget]}, {apiGroups: [apps], kinds: ['*']}]"
         )),
         json!([
+            {"apiGroups": ["*"], "apiVersions": ["*"], "operations": ["CREATE", "UPDATE"], "resources": ["widgets"], "scope": "*"},
             {"apiGroups": ["apps"], "apiVersions": ["*"], "operations": ["CREATE", "UPDATE"], "resources": ["*"], "scope": "*"},
-            {"apiGroups": ["example.com"], "apiVersions": ["*"], "operations": ["CREATE", "UPDATE"], "resources": ["widgets"], "scope": "*"},
         ])
+    );
+}
+
+#[test]
+fn a_kind_served_as_two_resources_sends_both() {
+    let mut served = served();
+    served.insert("example.com", "v1", "Widget", "widgetz");
+    let rules = derived(
+        &targets(&assign(
+            "[{groups: [example.com], versions: [v1], kinds: [Widget]}]",
+        )),
+        &served,
+    );
+    assert_eq!(
+        serde_json::to_value(rules).unwrap(),
+        json!([
+            {"apiGroups": ["example.com"], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["widgets", "widgetz"], "scope": "*"},
+        ])
+    );
+}
+
+#[test]
+fn coverage_understands_wildcards_and_operations() {
+    let rules =
+        |value: Value| -> Vec<RuleWithOperations> { serde_json::from_value(value).unwrap() };
+    let everything = rules(
+        json!([{"apiGroups": ["*"], "apiVersions": ["*"], "operations": ["CREATE", "UPDATE"], "resources": ["*"]}]),
+    );
+    let pods = rules(
+        json!([{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["pods"]}]),
+    );
+    let debug = rules(
+        json!([{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["UPDATE"], "resources": ["pods/ephemeralcontainers"]}]),
+    );
+    let create_pods = rules(
+        json!([{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}]),
+    );
+    assert!(covers(&everything, &pods));
+    // `*` matches no subresource.
+    assert!(!covers(&everything, &debug));
+    assert!(covers(&pods, &create_pods));
+    assert!(!covers(&create_pods, &pods));
+    // The union of two rule lists, deduplicated.
+    assert_eq!(
+        normalized(&[pods.clone(), create_pods.clone(), pods.clone()].concat()).len(),
+        2
     );
 }
 
@@ -166,7 +214,7 @@ fn installed_rules_compare_equal_in_any_order() {
     assert_eq!(normalized(&installed), normalized(&derived));
     assert_eq!(
         summary(&derived),
-        "v1 pods/ephemeralcontainers (UPDATE); v1 pods (CREATE,UPDATE); apps/v1 deployments,statefulsets (CREATE,UPDATE)"
+        "v1 pods (CREATE,UPDATE); v1 pods/ephemeralcontainers (UPDATE); apps/v1 deployments,statefulsets (CREATE,UPDATE)"
     );
     assert_eq!(
         resources(&derived),
@@ -177,4 +225,41 @@ fn installed_rules_compare_equal_in_any_order() {
             ("apps".into(), "v1".into(), "statefulsets".into()),
         ]
     );
+}
+
+#[test]
+fn a_periodic_round_only_widens_rules_a_replica_derived() {
+    let rules = |yaml: &str| normalized(&derived(&targets(yaml), &served()));
+    let pods = rules(&assign("[{groups: [''], versions: [v1], kinds: [Pod]}]"));
+    let both = rules(&assign(
+        "[{groups: [''], versions: [v1], kinds: [Pod]}, {groups: [apps], versions: [v1], kinds: [Deployment]}]",
+    ));
+    let marker = |rules: &[RuleWithOperations]| summary(rules);
+    // A replica that has not seen the Deployment mutator yet, on its periodic
+    // check, keeps the wider rules another replica derived.
+    assert_eq!(
+        next_rules(&both, Some(&marker(&both)), pods.clone(), Round::Periodic),
+        both
+    );
+    // Once its own mutators change, it derives afresh (narrows).
+    assert_eq!(
+        next_rules(&both, Some(&marker(&both)), pods.clone(), Round::Changed),
+        pods
+    );
+    // Rules no replica derived (the install applied again) are replaced.
+    let install = normalized(&serde_json::from_value::<Vec<RuleWithOperations>>(json!([
+        {"apiGroups": ["*"], "apiVersions": ["*"], "operations": ["CREATE", "UPDATE"], "resources": ["*"], "scope": "*"},
+    ])).unwrap());
+    assert_eq!(
+        next_rules(
+            &install,
+            Some(&marker(&both)),
+            pods.clone(),
+            Round::Periodic
+        ),
+        pods
+    );
+    // Derived rules that lack something this replica needs are widened.
+    let widened = next_rules(&pods, Some(&marker(&pods)), both.clone(), Round::Periodic);
+    assert!(covers(&widened, &both) && covers(&widened, &pods));
 }

@@ -1,7 +1,7 @@
 //! `remove: true` (sartor only): what is at the location goes.
 
-use sartor_engine::{MutatorId, Request};
 use sartor_api::MutatorKind;
+use sartor_engine::{MutatorId, Request};
 use serde_json::{Value, json};
 
 use super::{assign, compile_error, mutate, system};
@@ -40,7 +40,11 @@ fn a_field_is_removed_wherever_the_location_reaches_and_nothing_is_created() {
     want["spec"]["containers"][0]["ports"][0] = json!({"containerPort": 8080});
     // proxy has no ports: none are created for it.
     assert_eq!(out, want);
-    let paths: Vec<String> = mutation.changes.iter().map(|c| c.path.to_string()).collect();
+    let paths: Vec<String> = mutation
+        .changes
+        .iter()
+        .map(|c| c.path.to_string())
+        .collect();
     assert_eq!(
         paths,
         ["spec.containers[name: app].ports[containerPort: 8080].hostPort"]
@@ -88,7 +92,10 @@ fn removal_and_assign_on_one_path_the_order_decides() {
         &request,
     )
     .unwrap();
-    assert_eq!(out["spec"]["containers"][0]["ports"][0], json!({"containerPort": 8080}));
+    assert_eq!(
+        out["spec"]["containers"][0]["ports"][0],
+        json!({"containerPort": 8080})
+    );
     // a-remove, then b-set: set.
     let (out, mutation) = mutate(
         &system(&format!("{}---\n{}", remove("a-remove"), set("b-set"))),
@@ -143,7 +150,11 @@ fn path_tests_narrow_a_removal() {
 #[test]
 fn remove_is_one_source_among_the_others() {
     assert_eq!(
-        compile_error(&assign("both", "spec.x", "{assign: {remove: true, value: 1}}")),
+        compile_error(&assign(
+            "both",
+            "spec.x",
+            "{assign: {remove: true, value: 1}}"
+        )),
         "Assign both: spec.parameters.assign: set exactly one of value, fromMetadata, fromNamespace, externalData and remove"
     );
 }
