@@ -233,8 +233,8 @@ fn list(input: &str) -> Res<'_, ListSelector> {
     } else {
         match word(rest) {
             Ok((after, "notin")) => set.map(KeyValue::NotIn).parse(after)?,
-            Ok((after, word))
-                if word.eq_ignore_ascii_case("notin") || ws(after)?.0.starts_with('(') =>
+            Ok((after, other))
+                if other.eq_ignore_ascii_case("notin") || ws(after)?.0.starts_with('(') =>
             {
                 return failure(rest, Problem::UnknownOperator);
             }
