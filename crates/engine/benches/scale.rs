@@ -153,5 +153,38 @@ fn configmap_through_many(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, pod_through_many, configmap_through_many);
+/// One Assign over the 3-container Pod's containers, through a glob and
+/// through sartor's exclusion, re-applied to a Pod it already mutated (the
+/// setter runs on each selected container, nothing changes).
+fn glob_vs_exclusion(c: &mut Criterion) {
+    let mut group = c.benchmark_group("assign over 3 containers");
+    for (label, location) in [
+        ("glob [name: *]", "spec.containers[name: *].imagePullPolicy"),
+        (
+            "exclusion [name notin (proxy, log)]",
+            "spec.containers[name notin (proxy, log)].imagePullPolicy",
+        ),
+    ] {
+        let m = mutator(
+            "Assign",
+            "pull",
+            json!({"applyTo": apply_to("", "v1", "Pod"), "location": location,
+                   "parameters": {"assign": {"value": "Always"}}}),
+        );
+        let request = Request::create(Some("shop"));
+        let mut pod = three_container_pod();
+        m.apply(&mut pod, &request).unwrap();
+        group.bench_function(label, |b| {
+            b.iter(|| m.apply(std::hint::black_box(&mut pod), &request))
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(
+    benches,
+    pod_through_many,
+    configmap_through_many,
+    glob_vs_exclusion
+);
 criterion_main!(benches);

@@ -198,6 +198,14 @@ pub enum Problem {
         /// The location.
         location: Path,
     },
+    /// A location ending in `[key notin (...)]`.
+    #[error(
+        "spec.location: {location} ends in a notin selector; there is no single list element to set"
+    )]
+    ExclusionAtEnd {
+        /// The location.
+        location: Path,
+    },
     /// A value for a keyed-list element that is not an object.
     #[error(
         "spec.parameters.assign.value: {location} is a keyed-list element, so the value must be an object, got {found}"

@@ -52,7 +52,7 @@ pub struct Change {
     pub pass: usize,
     /// The mutator.
     pub mutator: MutatorId,
-    /// Where: its location, with globs pinned to the element changed.
+    /// Where: its location, with globs and exclusions pinned to the element changed.
     pub path: Path,
 }
 
@@ -458,14 +458,17 @@ impl System {
 }
 
 /// Whether some change of a pass may have undone another: two changes at the
-/// same place, or one inside the other. Conservative (a glob left in a path
-/// counts as overlapping): a false "overlapping" costs a replay, a false
-/// "disjoint" would be a bug.
+/// same place, or one inside the other. Conservative (a glob or exclusion left
+/// in a path counts as overlapping): a false "overlapping" costs a replay, a
+/// false "disjoint" would be a bug.
 fn overlapping(changes: &[Change]) -> bool {
     let mut seen: std::collections::HashSet<&[sartor_location::Node]> =
         std::collections::HashSet::with_capacity(changes.len());
     for change in changes {
-        if change.path.has_glob() || !seen.insert(change.path.nodes()) {
+        if change.path.has_glob()
+            || change.path.uses_exclusion()
+            || !seen.insert(change.path.nodes())
+        {
             return true;
         }
     }

@@ -8,6 +8,10 @@
 //!   never equals a number) and, when there is none, appends `{key: value}`;
 //! - `[key: *]` visits every element, even those without the key, and never
 //!   creates one;
+//! - `[key notin (a, b)]` (sartor only) is a glob that skips the elements
+//!   `[key: a]` or `[key: b]` would visit: elements without the key, or with a
+//!   key of another type, are visited. It creates nothing and, like a glob,
+//!   cannot end a location;
 //! - anything created is attached only if the walk below it changed something,
 //!   so a pathTest that fails deep down leaves no half-created parents;
 //! - a field that is present counts as existing even when it is `null`.
@@ -15,7 +19,7 @@
 use std::fmt;
 
 use sartor_api::json_type as kind_of;
-use sartor_location::{KeyValue, ListSelector, Node, Path, PathTests};
+use sartor_location::{KeyValue, ListSelector, Literal, Node, Path, PathTests};
 use serde_json::{Map, Value};
 
 /// How one mutator kind changes the value at the end of its location.
@@ -97,6 +101,12 @@ pub enum WalkError {
         /// The location.
         at: Place,
     },
+    /// A location ending in `[key notin (...)]`: no single element either.
+    #[error("{at}: a location cannot end in a notin selector")]
+    ExclusionAtEnd {
+        /// The location.
+        at: Place,
+    },
     /// The element replacing a keyed-list element has a different key.
     #[error("{at}: the new element must keep {key}: {value}")]
     KeyChanged {
@@ -142,19 +152,21 @@ pub struct Walked {
 }
 
 /// One place where a walk changed the object: the location, with each glob
-/// selector pinned to the element it visited.
+/// or exclusion selector pinned to the element it visited.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Changed {
-    /// For each `[key: *]` of the location, in order, the index of the element.
+    /// For each `[key: *]` or `[key notin (...)]` of the location, in order,
+    /// the index of the element.
     elements: Vec<usize>,
 }
 
 // === impl Changed ===
 
 impl Changed {
-    /// The concrete path that changed: each glob of `location` replaced by the
-    /// key of the element visited, read from `object` (the object after the
-    /// walk). An element without a string or integer key keeps its glob.
+    /// The concrete path that changed: each glob or exclusion of `location`
+    /// replaced by the key of the element visited, read from `object` (the
+    /// object after the walk). An element without a string or integer key
+    /// keeps the glob or exclusion.
     pub fn path(&self, location: &Path, object: &Value) -> Path {
         let mut elements = self.elements.iter();
         let mut current = Some(object);
@@ -165,7 +177,7 @@ impl Changed {
                     current = current.and_then(|v| v.get(name));
                     nodes.push(node.clone());
                 }
-                Node::List(selector) if selector.key_value == KeyValue::Glob => {
+                Node::List(selector) if !selector.key_value.is_concrete() => {
                     let element = elements
                         .next()
                         .and_then(|i| current.and_then(|v| v.get(*i)));
@@ -173,9 +185,9 @@ impl Changed {
                         Some(Value::String(s)) => KeyValue::String(s.clone()),
                         Some(Value::Number(n)) => match n.as_i64() {
                             Some(n) => KeyValue::Integer(n),
-                            None => KeyValue::Glob,
+                            None => selector.key_value.clone(),
                         },
-                        _ => KeyValue::Glob,
+                        _ => selector.key_value.clone(),
                     };
                     current = element;
                     nodes.push(Node::List(ListSelector {
@@ -224,8 +236,8 @@ struct Walk<'a> {
     setter: &'a dyn Setter,
 }
 
-/// The list elements a glob visit is inside, innermost first, kept on the
-/// stack so a walk that changes nothing allocates nothing.
+/// The list elements a glob (or exclusion) visit is inside, innermost first,
+/// kept on the stack so a walk that changes nothing allocates nothing.
 struct Frame<'f> {
     parent: Option<&'f Frame<'f>>,
     element: usize,
@@ -313,12 +325,15 @@ impl Walk<'_> {
                     }
                     return Ok(mutated.is_some());
                 }
-                if selector.key_value == KeyValue::Glob {
+                if !selector.key_value.is_concrete() {
                     if !self.tests.exists_ok(depth) {
                         return Ok(false);
                     }
                     let mut mutated = false;
                     for (element, value) in list.iter_mut().enumerate() {
+                        if !pattern_selects(value, selector) {
+                            continue;
+                        }
                         let frame = Frame {
                             parent: frame,
                             element,
@@ -367,8 +382,10 @@ impl Walk<'_> {
         depth: usize,
     ) -> Result<Option<bool>, WalkError> {
         let at = || self.place(depth + 1);
-        if selector.key_value == KeyValue::Glob {
-            return Err(WalkError::GlobAtEnd { at: at() });
+        match selector.key_value {
+            KeyValue::Glob => return Err(WalkError::GlobAtEnd { at: at() }),
+            KeyValue::NotIn(_) => return Err(WalkError::ExclusionAtEnd { at: at() }),
+            KeyValue::String(_) | KeyValue::Integer(_) => {}
         }
         let element = self
             .setter
@@ -450,25 +467,52 @@ fn key_matches(element: &Value, selector: &ListSelector) -> bool {
         .is_some_and(|v| value_equals(v, &selector.key_value))
 }
 
+/// Whether the glob or exclusion `selector` visits `element`: a glob every
+/// element; `notin` every element whose key field is missing or equals none
+/// of its values (so exactly the glob's elements minus what `[key: value]`
+/// would visit for each value). Elements that are not objects have no key and
+/// are visited, to fail as they do under a glob.
+fn pattern_selects(element: &Value, selector: &ListSelector) -> bool {
+    let KeyValue::NotIn(set) = &selector.key_value else {
+        return true;
+    };
+    match element.get(&selector.key_field) {
+        Some(key) => !set.values().iter().any(|value| literal_equals(key, value)),
+        None => true,
+    }
+}
+
 /// Gatekeeper compares with Go `==` on decoded JSON: strings with strings,
 /// integers with integers; a float never equals an integer key.
 pub(crate) fn value_equals(value: &Value, key_value: &KeyValue) -> bool {
     match key_value {
         KeyValue::String(s) => value.as_str() == Some(s.as_str()),
-        KeyValue::Integer(n) => match value {
-            Value::Number(number) => number.as_i64() == Some(*n),
-            _ => false,
-        },
-        KeyValue::Glob => false,
+        KeyValue::Integer(n) => integer_equals(value, *n),
+        KeyValue::Glob | KeyValue::NotIn(_) => false,
     }
 }
 
-/// The JSON form of a concrete key value (`Null` for the glob).
+/// [`value_equals`] for one value of a `notin` set.
+fn literal_equals(value: &Value, literal: &Literal) -> bool {
+    match literal {
+        Literal::String(s) => value.as_str() == Some(s.as_str()),
+        Literal::Integer(n) => integer_equals(value, *n),
+    }
+}
+
+fn integer_equals(value: &Value, n: i64) -> bool {
+    match value {
+        Value::Number(number) => number.as_i64() == Some(n),
+        _ => false,
+    }
+}
+
+/// The JSON form of a concrete key value (`Null` for a glob or an exclusion).
 pub(crate) fn key_value_json(key_value: &KeyValue) -> Value {
     match key_value {
         KeyValue::String(s) => Value::String(s.clone()),
         KeyValue::Integer(n) => Value::from(*n),
-        KeyValue::Glob => Value::Null,
+        KeyValue::Glob | KeyValue::NotIn(_) => Value::Null,
     }
 }
 
@@ -630,6 +674,93 @@ mod tests {
         assert_eq!(
             run("spec.containers[name: *].x", &[], json!(1), json!({})),
             (Ok(false), json!({}))
+        );
+    }
+
+    #[test]
+    fn an_exclusion_visits_what_a_glob_visits_but_the_listed_keys() {
+        let pod = json!({"spec": {"containers": [
+            {"name": "app"},
+            {"name": "istio-proxy"},
+            {"image": "no-name"},
+            {"name": 7},
+            {"name": "7"},
+            {"name": 7.0},
+            {"name": {"istio-proxy": 1}},
+        ]}});
+        assert_eq!(
+            run(
+                "spec.containers[name notin (istio-proxy, 7)].x",
+                &[],
+                json!(1),
+                pod
+            ),
+            (
+                Ok(true),
+                json!({"spec": {"containers": [
+                    {"name": "app", "x": 1},
+                    {"name": "istio-proxy"},
+                    {"image": "no-name", "x": 1},
+                    {"name": 7},
+                    {"name": "7", "x": 1},
+                    {"name": 7.0, "x": 1},
+                    {"name": {"istio-proxy": 1}, "x": 1},
+                ]}})
+            )
+        );
+        // Nothing to visit is nothing to do: no element, no list is created.
+        assert_eq!(
+            run(
+                "spec.containers[name notin (a)].x",
+                &[],
+                json!(1),
+                json!({"spec": {"containers": [{"name": "a"}]}})
+            ),
+            (Ok(false), json!({"spec": {"containers": [{"name": "a"}]}}))
+        );
+        assert_eq!(
+            run(
+                "spec.containers[name notin (a)].x",
+                &[],
+                json!(1),
+                json!({})
+            ),
+            (Ok(false), json!({}))
+        );
+        // MustNotExist on the exclusion level blocks whenever the walk gets there.
+        assert_eq!(
+            run(
+                "spec.containers[name notin (a)].x",
+                &[("spec.containers[name notin (a)]", Condition::MustNotExist)],
+                json!(1),
+                json!({"spec": {"containers": [{"name": "b"}]}})
+            ),
+            (Ok(false), json!({"spec": {"containers": [{"name": "b"}]}}))
+        );
+        // Elements that are not objects fail as they do under a glob, unless excluded
+        // (they cannot be: they have no key).
+        assert_eq!(
+            run(
+                "spec.containers[name notin (a)].x",
+                &[],
+                json!(1),
+                json!({"spec": {"containers": [3]}})
+            )
+            .0,
+            Err("spec.containers[name notin (a)] is a number, not an object".to_string())
+        );
+        assert_eq!(
+            run(
+                "spec.containers[name notin (a)]",
+                &[],
+                json!({"name": "b"}),
+                json!({"spec": {"containers": []}})
+            )
+            .0,
+            Err(
+                "spec.containers[name notin (a)]: a location cannot end in a notin selector"
+                    .to_string()
+            )
         );
     }
 
@@ -843,6 +974,28 @@ mod tests {
     }
 
     #[test]
+    fn changes_name_the_elements_an_exclusion_visited() {
+        let pod = json!({"spec": {"containers": [
+            {"name": "a", "ports": [{"port": 80}, {"port": 443}, {"port": "80"}, {"port": 1.5}]},
+            {"name": "skip", "ports": [{"port": 8080}]},
+            {"ports": [{"port": 9090}]},
+        ]}});
+        assert_eq!(
+            changed_paths(
+                "spec.containers[name notin (skip)].ports[port notin (80)].x",
+                json!(1),
+                pod
+            ),
+            [
+                "spec.containers[name: a].ports[port: 443].x",
+                r#"spec.containers[name: a].ports[port: "80"].x"#,
+                "spec.containers[name: a].ports[port notin (80)].x",
+                "spec.containers[name notin (skip)].ports[port: 9090].x",
+            ]
+        );
+    }
+
+    #[test]
     fn creating_parents_is_a_change_even_when_the_setter_changes_nothing() {
         struct Noop;
         impl Setter for Noop {
@@ -891,6 +1044,8 @@ mod tests {
             location in proptest::sample::select(vec![
                 "spec.a", "spec.containers[name: foo].a", "spec.containers[name: *].a",
                 "containers[port: 80].name", "spec.containers[name: foo]", "a[name: *]",
+                "spec.containers[name notin (foo, b)].a", "containers[port notin (80)].name",
+                "a[name notin (foo)]",
             ]),
             value in json_value(),
         ) {
@@ -899,7 +1054,7 @@ mod tests {
             // An element set into a keyed list carries its key (compile rejects
             // anything else); without it every run would append another one.
             let value = match location.nodes().last() {
-                Some(Node::List(l)) if l.key_value != KeyValue::Glob => {
+                Some(Node::List(l)) if l.key_value.is_concrete() => {
                     json!({l.key_field.clone(): key_value_json(&l.key_value), "x": value})
                 }
                 _ => value,

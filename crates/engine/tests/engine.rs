@@ -10,6 +10,8 @@
 mod apply;
 #[path = "engine/compile.rs"]
 mod compile;
+#[path = "engine/exclusion.rs"]
+mod exclusion;
 #[path = "engine/matching.rs"]
 mod matching;
 #[path = "engine/namespace_values.rs"]

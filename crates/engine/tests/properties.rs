@@ -32,6 +32,11 @@ fn location() -> impl Strategy<Value = String> {
         "-",
         "\\",
         "é",
+        " notin ",
+        "(",
+        ")",
+        ",",
+        "(c, 80)",
     ]);
     prop_oneof![
         prop::collection::vec(pieces, 1..10).prop_map(|p| p.concat()),
@@ -93,6 +98,9 @@ fn object_of(kind: &str, location: &str, parameters: Value) -> Option<MutatorObj
         _ => MutatorObject::AssignImage(serde_json::from_value::<AssignImage>(doc).ok()?),
     })
 }
+
+/// How many mutators [`pool`] holds.
+const POOL: usize = 17;
 
 /// A pool of valid mutators over a small, shared vocabulary of fields, so
 /// generated sets interact (and sometimes conflict).
@@ -162,6 +170,31 @@ fn pool() -> Vec<Mutator> {
             json!({"assignPath": "lib/app"}),
         ),
         (
+            "Assign",
+            "a7",
+            "spec.containers[name notin (c)].x",
+            json!({"assign": {"value": "IfNotPresent"}}),
+        ),
+        (
+            "Assign",
+            "a8",
+            "spec.containers[name notin (a, d)].image",
+            json!({"assign": {"value": "pinned"},
+            "pathTests": [{"subPath": "spec.containers[name notin (d, a)].image", "condition": "MustNotExist"}]}),
+        ),
+        (
+            "ModifySet",
+            "s4",
+            "spec.containers[name notin (a)].args",
+            json!({"operation": "prune", "values": {"fromList": ["--v", "x"]}}),
+        ),
+        (
+            "AssignImage",
+            "i3",
+            "spec.containers[name notin (c)].image",
+            json!({"assignTag": ":v2"}),
+        ),
+        (
             "AssignMetadata",
             "m1",
             "metadata.labels.team",
@@ -229,6 +262,11 @@ fn spec() -> impl Strategy<Value = Value> {
     ]
 }
 
+#[test]
+fn the_pool_size_is_right() {
+    assert_eq!(pool().len(), POOL);
+}
+
 /// A system of the pool's mutators at `picks` (repeats are upserts).
 fn system_of(picks: &[usize]) -> System {
     let pool = pool();
@@ -293,7 +331,7 @@ proptest! {
 
     #[test]
     fn mutate_never_panics_on_any_object(
-        picks in prop::collection::vec(0usize..13, 0..8),
+        picks in prop::collection::vec(0usize..POOL, 0..8),
         spec in spec(),
         whole in json_value(),
     ) {
@@ -306,7 +344,7 @@ proptest! {
 
     #[test]
     fn convergence_agrees_with_gatekeepers_snapshot_per_pass_loop(
-        picks in prop::collection::vec(0usize..13, 1..8),
+        picks in prop::collection::vec(0usize..POOL, 1..8),
         spec in spec(),
     ) {
         let system = system_of(&picks);
@@ -324,7 +362,7 @@ proptest! {
 
     #[test]
     fn a_converged_result_is_a_fixed_point(
-        picks in prop::collection::vec(0usize..13, 1..8),
+        picks in prop::collection::vec(0usize..POOL, 1..8),
         spec in spec(),
     ) {
         let system = system_of(&picks);

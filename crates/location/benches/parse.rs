@@ -12,6 +12,13 @@ fn parse(c: &mut Criterion) {
     c.bench_function("parse 5 fields + keyed list", |b| {
         b.iter(|| Path::parse(black_box(TYPICAL)))
     });
+    c.bench_function("parse 5 fields + keyed list + notin set", |b| {
+        b.iter(|| {
+            Path::parse(black_box(
+                "spec.template.spec.containers[name notin (istio-proxy, linkerd-proxy)].ports[containerPort notin (80, 443)].protocol",
+            ))
+        })
+    });
     c.bench_function("parse 2 fields", |b| {
         b.iter(|| Path::parse(black_box("spec.priority")))
     });

@@ -51,6 +51,10 @@ fn describe(node: &Node) -> String {
                 KeyValue::Integer(n) => {
                     format!("the element whose {:?} is the integer {n}", list.key_field)
                 }
+                KeyValue::NotIn(set) => format!(
+                    "every element whose {:?} is none of {set} (sartor only)",
+                    list.key_field
+                ),
             };
             format!("list selector: {value}")
         }

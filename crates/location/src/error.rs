@@ -54,6 +54,25 @@ pub enum Reason {
         /// The digits as written.
         digits: String,
     },
+    /// `notin ()`: a set with no value; the offset is the `)`.
+    EmptySet,
+    /// A `*` inside a `notin` set.
+    GlobInSet,
+    /// A `,` followed by the `)` closing a `notin` set; the offset is the `,`.
+    TrailingComma,
+    /// A value listed twice in one `notin` set; the offset is the second.
+    DuplicateValue {
+        /// The value in canonical form (`0080` shows as `80`).
+        value: String,
+    },
+    /// A word other than `notin` between a key field and a `(`, or `notin`
+    /// in another case (Kubernetes' `matchExpressions` write `NotIn`).
+    UnknownOperator {
+        /// The word as written.
+        written: String,
+    },
+    /// `[name: notin (...)]`: a `:` before `notin`; the offset is the `:`.
+    ColonBeforeNotIn,
 }
 
 /// What the grammar allows where a [`Reason::Expected`] fault is.
@@ -69,6 +88,12 @@ pub enum Expected {
     KeyValue,
     /// The `]` closing a list selector.
     CloseBracket,
+    /// The `(` opening the values of `notin`.
+    OpenParen,
+    /// A value in a `notin` set: a string or an integer.
+    SetValue,
+    /// A `,` before the next value of a `notin` set, or the `)` closing it.
+    CommaOrCloseParen,
     /// A `.` before the next field, or the end of the location.
     SeparatorOrEnd,
 }
@@ -172,11 +197,13 @@ impl Reason {
             Reason::Expected { expected, found } => {
                 let mut detail = format!(", found {found}");
                 if let Found::Char(c) = found
-                    && !".[]:*".contains(*c) {
-                        detail.push_str(
-                            "; names with characters other than letters, digits, '_' and '-' must be quoted",
-                        );
-                    }
+                    && !".[]:*".contains(*c)
+                    && !(expected.is_in_set() && "(),".contains(*c))
+                {
+                    detail.push_str(
+                        "; names with characters other than letters, digits, '_' and '-' must be quoted",
+                    );
+                }
                 (format!("expected {expected}"), Some(detail))
             }
             Reason::TrailingSeparator => ("trailing '.'".into(), None),
@@ -195,6 +222,34 @@ impl Reason {
             Reason::IntegerTooLarge { digits } => (
                 "integer too large".into(),
                 Some(format!(": {digits} is more than {}", i64::MAX)),
+            ),
+            Reason::EmptySet => (
+                "empty notin set".into(),
+                Some(": list at least one value, as in [name notin (istio-proxy)]".into()),
+            ),
+            Reason::GlobInSet => (
+                "unexpected '*'".into(),
+                Some(": a notin set lists values, not globs; quote it for a literal \"*\"".into()),
+            ),
+            Reason::TrailingComma => (
+                "trailing ','".into(),
+                Some(": a value must follow it, or remove it".into()),
+            ),
+            Reason::DuplicateValue { value } => (
+                format!("duplicate value {value}"),
+                Some(": it is already in the notin set".into()),
+            ),
+            Reason::UnknownOperator { written } => (
+                format!("unknown operator '{written}'"),
+                Some(if written.eq_ignore_ascii_case("notin") {
+                    ": write notin, in lower case".into()
+                } else {
+                    ": a list selector takes ':' and a value, or notin and a set, as in [name notin (istio-proxy)]".into()
+                }),
+            ),
+            Reason::ColonBeforeNotIn => (
+                "unexpected ':'".into(),
+                Some(": notin follows the key field directly, as in [name notin (istio-proxy)]".into()),
             ),
         }
     }
@@ -215,6 +270,17 @@ impl std::error::Error for Reason {}
 
 // === impl Expected ===
 
+impl Expected {
+    /// Whether the fault is inside the parentheses of a `notin` set, where
+    /// `(`, `)` and `,` are part of the grammar rather than name characters.
+    fn is_in_set(self) -> bool {
+        matches!(
+            self,
+            Expected::OpenParen | Expected::SetValue | Expected::CommaOrCloseParen
+        )
+    }
+}
+
 impl fmt::Display for Expected {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
@@ -223,6 +289,9 @@ impl fmt::Display for Expected {
             Expected::Colon => "':'",
             Expected::KeyValue => "a key value or '*'",
             Expected::CloseBracket => "']'",
+            Expected::OpenParen => "'('",
+            Expected::SetValue => "a value",
+            Expected::CommaOrCloseParen => "',' or ')'",
             Expected::SeparatorOrEnd => "'.' or end of location",
         })
     }

@@ -20,6 +20,10 @@
 //!   string, so `[port: "80"]` never selects `port: 80`;
 //! - spaces, tabs and newlines may surround any token.
 //!
+//! sartor adds one selector Gatekeeper's parser rejects, the exclusion
+//! `[key notin (v1, v2)]`: every element `[key: *]` selects except those whose
+//! key is one of the values ([`KeyValue::NotIn`], [`Path::uses_exclusion`]).
+//!
 //! Deliberate differences: an empty or blank location is an error here
 //! (Gatekeeper parses it to an empty path and leaves rejecting it to each
 //! caller), and so is an integer above `i64::MAX` (Gatekeeper wraps some of them
@@ -51,5 +55,5 @@ mod path;
 mod path_test;
 
 pub use error::{Expected, Found, ParseError, Reason, Result};
-pub use path::{KeyValue, ListSelector, Node, Path, ShapeError};
+pub use path::{KeySet, KeySetError, KeyValue, ListSelector, Literal, Node, Path, ShapeError};
 pub use path_test::{Condition, PathTest, PathTestError, PathTests, UnknownCondition};

@@ -3,22 +3,28 @@
 //! ```text
 //! location  = ws segment (ws "." ws segment)* ws EOF
 //! segment   = name (ws list)?
-//! list      = "[" ws name ws ":" ws key_value ws "]"
+//! list      = "[" ws name ws (":" ws key_value | "notin" ws set) ws "]"
 //! name      = quoted | ident
 //! key_value = "*" | quoted | integer | ident
+//! set       = "(" ws literal (ws "," ws literal)* ws ")"   (no value twice)
+//! literal   = quoted | integer | ident
 //! quoted    = "'" (("\" any) | not "'")* "'" | the same with '"'
 //! ident     = [A-Za-z_-] [A-Za-z0-9_-]*
 //! integer   = [0-9]+                      (decimal, fits in i64)
 //! ws        = [ \t\r\n]*
 //! ```
 //!
-//! This accepts the strings Gatekeeper's scanner and parser
+//! Without `notin`, this accepts the strings Gatekeeper's scanner and parser
 //! (`pkg/mutation/path/{token,parser}`) accept, with two deliberate differences:
 //! - an empty or all-blank location is an error here, where Gatekeeper returns
 //!   an empty path that every later step has to reject on its own;
 //! - an integer above `i64::MAX` is always an error. Gatekeeper's `parseInt64`
 //!   only notices overflow when the result turns negative, so some larger
 //!   numbers wrap around silently (`18446744073709551616` reads as 0).
+//!
+//! `[key notin (a, b)]` is sartor's own: Gatekeeper's parser wants `:` after
+//! the key field, so no location it accepts contains one, and every location
+//! it accepts parses here to the same nodes.
 //!
 //! Inside the grammar a fault is a [`Fault`]: the unparsed rest of the input and
 //! what went wrong there. Once a rule has seen enough to know what the user meant
@@ -33,7 +39,9 @@ use nom::sequence::preceded;
 use nom::{IResult, Parser};
 
 use crate::error::{Expected, Found, ParseError, Reason};
-use crate::path::{KeyValue, ListSelector, Node, Path, is_ident_char};
+use std::collections::BTreeSet;
+
+use crate::path::{KeySet, KeyValue, ListSelector, Literal, Node, Path, is_ident_char};
 
 type Res<'a, T> = IResult<&'a str, T, Fault<'a>>;
 
@@ -52,6 +60,14 @@ enum Problem<'a> {
     TrailingSeparator,
     UnterminatedString(char),
     IntegerTooLarge(&'a str),
+    EmptySet,
+    GlobInSet,
+    TrailingComma,
+    // These two carry nothing: the value or word starts at the fault's `rest`,
+    // and a payload would make every parser result larger.
+    DuplicateValue,
+    UnknownOperator,
+    ColonBeforeNotIn,
 }
 
 impl<'a> nom::error::ParseError<&'a str> for Fault<'a> {
@@ -126,6 +142,21 @@ fn into_parse_error(input: &str, fault: Fault<'_>) -> ParseError {
         Problem::IntegerTooLarge(digits) => Reason::IntegerTooLarge {
             digits: digits.to_string(),
         },
+        Problem::EmptySet => Reason::EmptySet,
+        Problem::GlobInSet => Reason::GlobInSet,
+        Problem::TrailingComma => Reason::TrailingComma,
+        Problem::DuplicateValue => Reason::DuplicateValue {
+            value: literal(fault.rest)
+                .map(|(_, value)| value.to_string())
+                .unwrap_or_default(),
+        },
+        Problem::UnknownOperator => Reason::UnknownOperator {
+            written: match found {
+                Found::Word(w) => w,
+                _ => String::new(),
+            },
+        },
+        Problem::ColonBeforeNotIn => Reason::ColonBeforeNotIn,
     };
     ParseError::new(input, offset, reason)
 }
@@ -185,12 +216,31 @@ fn segment(input: &str) -> Res<'_, (String, Option<ListSelector>)> {
     (name, opt(preceded(ws, list))).parse(input)
 }
 
-/// `list = "[" ws name ws ":" ws key_value ws "]"`
+/// `list = "[" ws name ws (":" ws key_value | "notin" ws set) ws "]"`
 fn list(input: &str) -> Res<'_, ListSelector> {
     let (rest, _) = char('[')(input)?;
     let (rest, key_field) = preceded(ws, expect(Expected::KeyField, name)).parse(rest)?;
-    let (rest, _) = preceded(ws, expect(Expected::Colon, char(':'))).parse(rest)?;
-    let (rest, key_value) = preceded(ws, expect(Expected::KeyValue, key_value)).parse(rest)?;
+    let (rest, _) = ws(rest)?;
+    let (rest, key_value) = if let Some(value) = rest.strip_prefix(':') {
+        let (value, _) = ws(value)?;
+        if value.starts_with("notin")
+            && let Ok((after, "notin")) = word(value)
+            && ws(after)?.0.starts_with('(')
+        {
+            return failure(rest, Problem::ColonBeforeNotIn);
+        }
+        expect(Expected::KeyValue, key_value).parse(value)?
+    } else {
+        match word(rest) {
+            Ok((after, "notin")) => set.map(KeyValue::NotIn).parse(after)?,
+            Ok((after, other))
+                if other.eq_ignore_ascii_case("notin") || ws(after)?.0.starts_with('(') =>
+            {
+                return failure(rest, Problem::UnknownOperator);
+            }
+            _ => return failure(rest, Problem::Expected(Expected::Colon)),
+        }
+    };
     let (rest, _) = preceded(ws, expect(Expected::CloseBracket, char(']'))).parse(rest)?;
     Ok((
         rest,
@@ -213,6 +263,52 @@ fn key_value(input: &str) -> Res<'_, KeyValue> {
         quoted.map(KeyValue::String),
         integer.map(KeyValue::Integer),
         ident.map(KeyValue::String),
+    ))
+    .parse(input)
+}
+
+/// `set = "(" ws literal (ws "," ws literal)* ws ")"`, each value once.
+///
+/// The faults a user is likely to make get their own message: `()`, a `*`,
+/// a `,` before the `)`, a value listed twice (`80` and `0080` included).
+fn set(input: &str) -> Res<'_, KeySet> {
+    let (mut rest, _) = preceded(ws, expect(Expected::OpenParen, char('('))).parse(input)?;
+    let mut values = BTreeSet::new();
+    loop {
+        let (at, _) = ws(rest)?;
+        if at.starts_with(')') && values.is_empty() {
+            return failure(at, Problem::EmptySet);
+        }
+        if at.starts_with('*') {
+            return failure(at, Problem::GlobInSet);
+        }
+        let (after, value) = expect(Expected::SetValue, literal).parse(at)?;
+        if !values.insert(value) {
+            return failure(at, Problem::DuplicateValue);
+        }
+        let (after, _) = ws(after)?;
+        if let Some(next) = after.strip_prefix(',') {
+            if ws(next)?.0.starts_with(')') {
+                return failure(after, Problem::TrailingComma);
+            }
+            rest = next;
+            continue;
+        }
+        let (after, _) = expect(Expected::CommaOrCloseParen, char(')')).parse(after)?;
+        return match KeySet::from_unique(values) {
+            Some(set) => Ok((after, set)),
+            // Unreachable: the loop read at least one value.
+            None => failure(at, Problem::EmptySet),
+        };
+    }
+}
+
+/// `literal = quoted | integer | ident`: a key value that is not a glob.
+fn literal(input: &str) -> Res<'_, Literal> {
+    alt((
+        quoted.map(Literal::String),
+        integer.map(Literal::Integer),
+        ident.map(Literal::String),
     ))
     .parse(input)
 }
@@ -246,6 +342,15 @@ fn ident(input: &str) -> Res<'_, String> {
         take_while(is_ident_char),
     ))
     .map(str::to_string)
+    .parse(input)
+}
+
+/// An `ident`, borrowed from the input: the word after a key field.
+fn word(input: &str) -> Res<'_, &str> {
+    recognize((
+        satisfy(|c| is_ident_char(c) && !c.is_ascii_digit()),
+        take_while(is_ident_char),
+    ))
     .parse(input)
 }
 
@@ -587,6 +692,205 @@ mod tests {
         for (location, want) in cases {
             assert_eq!(message(location), want, "for {location:?}");
         }
+    }
+
+    fn not_in(values: &[Literal]) -> KeyValue {
+        KeyValue::NotIn(KeySet::new(values.iter().cloned()).unwrap())
+    }
+
+    fn ls(value: &str) -> Literal {
+        Literal::String(value.to_string())
+    }
+
+    #[test]
+    fn exclusions_parse_to_a_set_in_canonical_order() {
+        assert_eq!(
+            nodes("spec.containers[name notin (istio-proxy, linkerd-proxy)].imagePullPolicy"),
+            [
+                f("spec"),
+                f("containers"),
+                l("name", not_in(&[ls("istio-proxy"), ls("linkerd-proxy")])),
+                f("imagePullPolicy"),
+            ]
+        );
+        // Values follow the key-value rules: all digits is an integer (0443
+        // is 443), quoted is a string, a leading '-' makes an identifier,
+        // and a quoted "*" is a literal name.
+        assert_eq!(
+            nodes(r#"a[port notin (0443, 80, "80", -1, '*', "")]"#),
+            [
+                f("a"),
+                l(
+                    "port",
+                    not_in(&[
+                        Literal::Integer(80),
+                        Literal::Integer(443),
+                        ls(""),
+                        ls("*"),
+                        ls("-1"),
+                        ls("80"),
+                    ])
+                ),
+            ]
+        );
+        // The order values are written in does not matter.
+        assert_eq!(nodes("a[name notin (b, a)]"), nodes("a[name notin (a, b)]"));
+        // `notin` and a key field named notin.
+        assert_eq!(
+            nodes("a[notin notin (notin)].b[notin: notin]"),
+            [
+                f("a"),
+                l("notin", not_in(&[ls("notin")])),
+                f("b"),
+                l("notin", s("notin")),
+            ]
+        );
+        assert_eq!(
+            nodes("spec.containers[name: *].ports[containerPort notin (80, 443)].protocol"),
+            [
+                f("spec"),
+                f("containers"),
+                l("name", KeyValue::Glob),
+                f("ports"),
+                l(
+                    "containerPort",
+                    not_in(&[Literal::Integer(80), Literal::Integer(443)])
+                ),
+                f("protocol"),
+            ]
+        );
+    }
+
+    #[test]
+    fn whitespace_may_surround_every_token_of_an_exclusion() {
+        let want = [f("a"), l("k y", not_in(&[ls("a"), ls("b")])), f("c")];
+        assert_eq!(nodes(r#"a["k y"notin(a,b)].c"#), want);
+        assert_eq!(nodes("a [ \"k y\"\tnotin\n(\r\n a ,\tb\n) ] . c"), want);
+    }
+
+    #[test]
+    fn exclusion_rejections_say_what_and_where() {
+        let cases = [
+            (
+                "a[name notin ()]",
+                r#"invalid location "a[name notin ()]": empty notin set at 14: list at least one value, as in [name notin (istio-proxy)]"#,
+            ),
+            (
+                "a[name notin ( )]",
+                r#"invalid location "a[name notin ( )]": empty notin set at 15: list at least one value, as in [name notin (istio-proxy)]"#,
+            ),
+            (
+                "a[name notin (a, )]",
+                r#"invalid location "a[name notin (a, )]": trailing ',' at 15: a value must follow it, or remove it"#,
+            ),
+            (
+                "a[name notin (a,)]",
+                r#"invalid location "a[name notin (a,)]": trailing ',' at 15: a value must follow it, or remove it"#,
+            ),
+            (
+                "a[name notin (*)]",
+                r#"invalid location "a[name notin (*)]": unexpected '*' at 14: a notin set lists values, not globs; quote it for a literal "*""#,
+            ),
+            (
+                "a[name notin (a, *)]",
+                r#"invalid location "a[name notin (a, *)]": unexpected '*' at 17: a notin set lists values, not globs; quote it for a literal "*""#,
+            ),
+            (
+                "a[name notin a]",
+                r#"invalid location "a[name notin a]": expected '(' at 13, found 'a'"#,
+            ),
+            (
+                "a[name notin]",
+                r#"invalid location "a[name notin]": expected '(' at 12, found ']'"#,
+            ),
+            (
+                "a[name notin (a b)]",
+                r#"invalid location "a[name notin (a b)]": expected ',' or ')' at 16, found 'b'"#,
+            ),
+            (
+                "a[name notin (a]",
+                r#"invalid location "a[name notin (a]": expected ',' or ')' at 15, found ']'"#,
+            ),
+            (
+                "a[name notin (a)",
+                r#"invalid location "a[name notin (a)": expected ']' at 16, found end of location"#,
+            ),
+            (
+                "a[name notin (, a)]",
+                r#"invalid location "a[name notin (, a)]": expected a value at 14, found ','"#,
+            ),
+            (
+                "a[name notin (a,,b)]",
+                r#"invalid location "a[name notin (a,,b)]": expected a value at 16, found ','"#,
+            ),
+            (
+                "a[name notin ((a))]",
+                r#"invalid location "a[name notin ((a))]": expected a value at 14, found '('"#,
+            ),
+            (
+                "a[name notin (a/b)]",
+                r#"invalid location "a[name notin (a/b)]": expected ',' or ')' at 15, found '/'; names with characters other than letters, digits, '_' and '-' must be quoted"#,
+            ),
+            (
+                "a[name notin (a, a)]",
+                r#"invalid location "a[name notin (a, a)]": duplicate value a at 17: it is already in the notin set"#,
+            ),
+            (
+                r#"a[name notin ("a", a)]"#,
+                r#"invalid location "a[name notin (\"a\", a)]": duplicate value a at 19: it is already in the notin set"#,
+            ),
+            (
+                "a[port notin (80, 0080)]",
+                r#"invalid location "a[port notin (80, 0080)]": duplicate value 80 at 18: it is already in the notin set"#,
+            ),
+            (
+                "a[port notin (99999999999999999999)]",
+                r#"invalid location "a[port notin (99999999999999999999)]": integer too large at 14: 99999999999999999999 is more than 9223372036854775807"#,
+            ),
+            (
+                "a[name notin ('x)]",
+                r#"invalid location "a[name notin ('x)]": unterminated string at 14: no closing ' for the ' opened here"#,
+            ),
+            (
+                "a[name NotIn (a)]",
+                r#"invalid location "a[name NotIn (a)]": unknown operator 'NotIn' at 7: write notin, in lower case"#,
+            ),
+            (
+                "a[name in (a, b)]",
+                r#"invalid location "a[name in (a, b)]": unknown operator 'in' at 7: a list selector takes ':' and a value, or notin and a set, as in [name notin (istio-proxy)]"#,
+            ),
+            (
+                "a[name: notin (a)]",
+                r#"invalid location "a[name: notin (a)]": unexpected ':' at 6: notin follows the key field directly, as in [name notin (istio-proxy)]"#,
+            ),
+            (
+                "a[name notin (a)][x: *]",
+                r#"invalid location "a[name notin (a)][x: *]": expected '.' or end of location at 17, found '['"#,
+            ),
+            (
+                "a[name notin (a), (b)]",
+                r#"invalid location "a[name notin (a), (b)]": expected ']' at 16, found ','; names with characters other than letters, digits, '_' and '-' must be quoted"#,
+            ),
+        ];
+        for (location, want) in cases {
+            assert_eq!(message(location), want, "for {location:?}");
+        }
+        // `notin` is a value like any other after ':'.
+        assert_eq!(nodes("a[name: notin]"), [f("a"), l("name", s("notin"))]);
+    }
+
+    #[test]
+    fn exclusion_errors_render_a_caret() {
+        assert_eq!(
+            parse("spec.containers[name notin (istio-proxy,)].image")
+                .unwrap_err()
+                .to_string(),
+            concat!(
+                "invalid location \"spec.containers[name notin (istio-proxy,)].image\": trailing ',' at 39: a value must follow it, or remove it\n",
+                "  spec.containers[name notin (istio-proxy,)].image\n",
+                "                                         ^",
+            )
+        );
     }
 
     #[test]

@@ -27,7 +27,7 @@ pub enum Node {
     List(ListSelector),
 }
 
-/// A keyed-list selector, `[key_field: key_value]`.
+/// A keyed-list selector, `[key_field: key_value]` or `[key_field notin (...)]`.
 ///
 /// Kubernetes "map lists" (containers by `name`, ports by `containerPort`) are
 /// addressed by the value of their key field rather than by index.
@@ -49,6 +49,38 @@ pub enum KeyValue {
     String(String),
     /// An unquoted, all-digit value, read as a decimal integer (`0080` is 80).
     Integer(i64),
+    /// `notin (a, 80)`: every element a glob selects except those whose key
+    /// equals one of the values (elements without the key are selected). Like
+    /// a glob it never creates elements. A sartor extension: Gatekeeper's
+    /// parser rejects it (see [`Path::uses_exclusion`]).
+    NotIn(KeySet),
+}
+
+/// One concrete key value, as listed in a `notin` set. Ordered integers first,
+/// then strings byte-wise: the canonical order of a [`KeySet`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Literal {
+    /// An unquoted, all-digit value (`0080` is 80).
+    Integer(i64),
+    /// A quoted value, or an unquoted one that is not all digits.
+    String(String),
+}
+
+/// The values of a `notin` selector: at least one, none twice, kept in
+/// canonical order so that two sets with the same values are equal however
+/// they were written (`(b, a)` is `(a, b)`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct KeySet(Vec<Literal>);
+
+/// Why values do not make a [`KeySet`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KeySetError {
+    /// A `notin` set needs at least one value.
+    #[error("a notin set needs at least one value")]
+    Empty,
+    /// A value listed twice.
+    #[error("{0} is listed twice")]
+    Duplicate(Literal),
 }
 
 /// Why a sequence of nodes is not a [`Path`].
@@ -124,7 +156,9 @@ impl Path {
     ///
     /// Nodes compare exactly: a glob is a prefix only of a glob, `[port: 80]`
     /// is not a prefix of `[port: "80"]`, and `[name: "b"]` is a prefix of
-    /// `[name: b]` (both are the string `b`).
+    /// `[name: b]` (both are the string `b`). An exclusion matches only an
+    /// exclusion of the same values, in any order: `[name notin (b, a)]` is
+    /// `[name notin (a, b)]`.
     pub fn is_prefix_of(&self, other: &Path) -> bool {
         other.nodes.starts_with(&self.nodes)
     }
@@ -141,6 +175,22 @@ impl Path {
         self.nodes
             .iter()
             .any(|n| matches!(n, Node::List(l) if l.key_value == KeyValue::Glob))
+    }
+
+    /// Whether any list selector on the path is a `notin` exclusion, the
+    /// sartor extension Gatekeeper's parser rejects.
+    ///
+    /// ```
+    /// use sartor_location::Path;
+    ///
+    /// assert!(Path::parse("spec.containers[name notin (istio-proxy)].image")?.uses_exclusion());
+    /// assert!(!Path::parse("spec.containers[name: *].image")?.uses_exclusion());
+    /// # Ok::<(), sartor_location::ParseError>(())
+    /// ```
+    pub fn uses_exclusion(&self) -> bool {
+        self.nodes
+            .iter()
+            .any(|n| matches!(n, Node::List(l) if matches!(l.key_value, KeyValue::NotIn(_))))
     }
 }
 
@@ -197,20 +247,103 @@ impl fmt::Display for Node {
 }
 
 impl fmt::Display for ListSelector {
+    /// `[name: foo]`, or `[name notin (a, b)]` for an exclusion.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("[")?;
         write_name(f, &self.key_field)?;
-        write!(f, ": {}]", self.key_value)
+        match &self.key_value {
+            KeyValue::NotIn(_) => write!(f, " {}]", self.key_value),
+            other => write!(f, ": {other}]"),
+        }
+    }
+}
+
+// === impl KeyValue ===
+
+impl KeyValue {
+    /// Whether it names one key value (a string or an integer): such a
+    /// selector creates its element when missing and may end a location. A
+    /// glob or an exclusion selects by pattern, creates nothing and may not.
+    pub fn is_concrete(&self) -> bool {
+        matches!(self, KeyValue::String(_) | KeyValue::Integer(_))
     }
 }
 
 impl fmt::Display for KeyValue {
+    /// The value side as written after `:`; an exclusion as `notin (a, b)`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             KeyValue::Glob => f.write_str("*"),
             KeyValue::String(s) => write_name(f, s),
             KeyValue::Integer(n) => write!(f, "{n}"),
+            KeyValue::NotIn(set) => write!(f, "notin {set}"),
         }
+    }
+}
+
+impl From<Literal> for KeyValue {
+    fn from(literal: Literal) -> Self {
+        match literal {
+            Literal::Integer(n) => KeyValue::Integer(n),
+            Literal::String(s) => KeyValue::String(s),
+        }
+    }
+}
+
+// === impl Literal ===
+
+impl fmt::Display for Literal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Literal::Integer(n) => write!(f, "{n}"),
+            Literal::String(s) => write_name(f, s),
+        }
+    }
+}
+
+// === impl KeySet ===
+
+impl KeySet {
+    /// A set of the given values, in canonical order.
+    ///
+    /// # Errors
+    /// [`KeySetError`] when `values` is empty or lists a value twice
+    /// (`0080` and `80` are the same integer).
+    pub fn new(values: impl IntoIterator<Item = Literal>) -> Result<KeySet, KeySetError> {
+        let mut unique = std::collections::BTreeSet::new();
+        for value in values {
+            if let Some(twice) = unique.replace(value) {
+                return Err(KeySetError::Duplicate(twice));
+            }
+        }
+        KeySet::from_unique(unique).ok_or(KeySetError::Empty)
+    }
+
+    /// A set from values already known to be distinct; `None` when empty.
+    pub(crate) fn from_unique(values: std::collections::BTreeSet<Literal>) -> Option<KeySet> {
+        if values.is_empty() {
+            return None;
+        }
+        Some(KeySet(values.into_iter().collect()))
+    }
+
+    /// The values in canonical order (integers, then strings byte-wise). Never empty.
+    pub fn values(&self) -> &[Literal] {
+        &self.0
+    }
+}
+
+impl fmt::Display for KeySet {
+    /// `(80, 443, http)`: canonical order, each value as a key value is written.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("(")?;
+        for (i, value) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{value}")?;
+        }
+        f.write_str(")")
     }
 }
 
@@ -355,6 +488,103 @@ mod tests {
     fn has_glob() {
         assert!(Path::parse("a[name: *].b").unwrap().has_glob());
         assert!(!Path::parse(r#"a[name: "*"].b"#).unwrap().has_glob());
+    }
+
+    fn set(values: &[Literal]) -> KeySet {
+        KeySet::new(values.iter().cloned()).unwrap()
+    }
+
+    #[test]
+    fn display_prints_exclusions_in_canonical_order() {
+        let path = Path::from_nodes(vec![
+            field("spec"),
+            field("containers"),
+            list(
+                "name",
+                KeyValue::NotIn(set(&[
+                    Literal::String("linkerd-proxy".into()),
+                    Literal::String("80".into()),
+                    Literal::Integer(443),
+                    Literal::String("istio-proxy".into()),
+                    Literal::Integer(80),
+                    Literal::String("a b".into()),
+                ])),
+            ),
+            field("image"),
+        ])
+        .unwrap();
+        assert_eq!(
+            path.to_string(),
+            r#"spec.containers[name notin (80, 443, "80", "a b", istio-proxy, linkerd-proxy)].image"#
+        );
+        let quoted_key = list(
+            "a\"b",
+            KeyValue::NotIn(set(&[Literal::String(String::new())])),
+        );
+        assert_eq!(quoted_key.to_string(), r#"["a\"b" notin ("")]"#);
+    }
+
+    #[test]
+    fn key_sets_hold_each_value_once() {
+        assert_eq!(KeySet::new([]), Err(KeySetError::Empty));
+        assert_eq!(
+            KeySet::new([Literal::Integer(80), Literal::Integer(80)]),
+            Err(KeySetError::Duplicate(Literal::Integer(80)))
+        );
+        assert_eq!(
+            KeySetError::Duplicate(Literal::String("a b".into())).to_string(),
+            r#""a b" is listed twice"#
+        );
+        assert_eq!(
+            KeySetError::Empty.to_string(),
+            "a notin set needs at least one value"
+        );
+        // A string never equals a number.
+        let mixed = set(&[Literal::String("80".into()), Literal::Integer(80)]);
+        assert_eq!(
+            mixed.values(),
+            [Literal::Integer(80), Literal::String("80".into())]
+        );
+    }
+
+    #[test]
+    fn exclusions_are_prefixes_of_the_same_set_only() {
+        let cases = [
+            ("a[name notin (x, y)]", "a[name notin (y, x)].c", true),
+            ("a[name notin (x)]", "a[name notin (x)].c", true),
+            ("a[name notin (x)]", "a[name notin (x, y)].c", false),
+            ("a[name notin (x)]", "a[name: *].c", false),
+            ("a[name: *]", "a[name notin (x)].c", false),
+            ("a[name: x]", "a[name notin (x)].c", false),
+            (r#"a[port notin ("80")]"#, "a[port notin (80)].c", false),
+            ("a[port notin (0080)]", "a[port notin (80)].c", true),
+        ];
+        for (short, long, want) in cases {
+            let short_path = Path::parse(short).unwrap();
+            let long_path = Path::parse(long).unwrap();
+            assert_eq!(
+                short_path.is_prefix_of(&long_path),
+                want,
+                "{short} prefix of {long}"
+            );
+        }
+    }
+
+    #[test]
+    fn uses_exclusion_and_is_concrete() {
+        assert!(Path::parse("a[name notin (x)].b").unwrap().uses_exclusion());
+        assert!(
+            Path::parse("a[name: *].b[port notin (80)].c")
+                .unwrap()
+                .uses_exclusion()
+        );
+        assert!(!Path::parse("a[name: *].b").unwrap().uses_exclusion());
+        assert!(!Path::parse("a[name: notin].b").unwrap().uses_exclusion());
+        assert!(!Path::parse("a[name notin (x)].b").unwrap().has_glob());
+        assert!(KeyValue::String("x".into()).is_concrete());
+        assert!(KeyValue::Integer(1).is_concrete());
+        assert!(!KeyValue::Glob.is_concrete());
+        assert!(!KeyValue::NotIn(set(&[Literal::Integer(1)])).is_concrete());
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! Property tests: the parser accepts exactly what Gatekeeper's parser accepts,
-//! builds the same nodes, never panics, and round-trips through `Display`.
+//! Property tests: the parser accepts exactly what Gatekeeper's parser accepts
+//! (plus sartor's `[key notin (...)]`, which Gatekeeper rejects), builds the
+//! same nodes, never panics, and round-trips through `Display`.
 //!
 //! `gatekeeper` below is a model of Gatekeeper's scanner and parser
 //! (open-policy-agent/gatekeeper pkg/mutation/path/token/scanner.go and
@@ -16,7 +17,7 @@
 )]
 
 use proptest::prelude::*;
-use sartor_location::{KeyValue, ListSelector, Node, Path, Reason};
+use sartor_location::{KeySet, KeyValue, ListSelector, Literal, Node, Path, Reason};
 
 mod gatekeeper {
     use super::*;
@@ -234,6 +235,15 @@ fn piece() -> impl Strategy<Value = &'static str> {
         "[name: foo]",
         "[port: 80]",
         "0x1",
+        "notin",
+        "NotIn",
+        " notin ",
+        "(",
+        ")",
+        ",",
+        ", ",
+        "[name notin (a, 80)]",
+        "[port notin ('x',0080)]",
     ])
 }
 
@@ -251,11 +261,20 @@ fn name() -> impl Strategy<Value = String> {
     ]
 }
 
+fn literal() -> impl Strategy<Value = Literal> {
+    prop_oneof![
+        name().prop_map(Literal::String),
+        (0..=i64::MAX).prop_map(Literal::Integer),
+    ]
+}
+
 fn key_value() -> impl Strategy<Value = KeyValue> {
     prop_oneof![
         Just(KeyValue::Glob),
         name().prop_map(KeyValue::String),
         (0..=i64::MAX).prop_map(KeyValue::Integer),
+        prop::collection::btree_set(literal(), 1..4)
+            .prop_map(|values| KeyValue::NotIn(KeySet::new(values).expect("distinct, not empty"))),
     ]
 }
 
@@ -293,7 +312,11 @@ proptest! {
                 let path = ours.map_err(|e| e.to_string());
                 prop_assert_eq!(path.map(|p| p.nodes().to_vec()), Ok(nodes));
             }
-            Err(()) => prop_assert!(ours.is_err(), "accepted {:?} which Gatekeeper rejects", input),
+            // sartor's one extension: an exclusion, which Gatekeeper rejects.
+            Err(()) => prop_assert!(
+                ours.as_ref().map_or(true, Path::uses_exclusion),
+                "accepted {:?} which Gatekeeper rejects", input
+            ),
         }
     }
 
@@ -330,6 +353,18 @@ proptest! {
             prop_assert!(err.offset() <= input.len());
             prop_assert!(input.is_char_boundary(err.offset()));
         }
+    }
+}
+
+#[test]
+fn gatekeeper_rejects_every_exclusion() {
+    for input in [
+        "spec.containers[name notin (istio-proxy)].image",
+        "a[port notin (80, \"80\")]",
+        "a[notin notin (notin)]",
+    ] {
+        assert_eq!(gatekeeper::parse(input), Err(()), "{input}");
+        assert!(Path::parse(input).unwrap().uses_exclusion(), "{input}");
     }
 }
 

@@ -57,10 +57,18 @@ pub(super) fn compile(spec: &AssignSpec) -> Result<Parts, Problem> {
             // Removes the selected elements (the walk's list removal).
             Source::Remove => {}
             Source::Value(value) => {
-                if list.key_value == KeyValue::Glob {
-                    return Err(Problem::GlobAtEnd {
-                        location: location.clone(),
-                    });
+                match list.key_value {
+                    KeyValue::Glob => {
+                        return Err(Problem::GlobAtEnd {
+                            location: location.clone(),
+                        });
+                    }
+                    KeyValue::NotIn(_) => {
+                        return Err(Problem::ExclusionAtEnd {
+                            location: location.clone(),
+                        });
+                    }
+                    KeyValue::String(_) | KeyValue::Integer(_) => {}
                 }
                 let Value::Object(element) = value else {
                     return Err(Problem::ElementNotAnObject {
