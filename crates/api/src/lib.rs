@@ -187,6 +187,11 @@ impl MutatorObject {
         if assign.is_some_and(|a| a.remove) {
             return Some(("spec.parameters.assign.remove", "removal"));
         }
+        // A pathTest's subPath is a prefix of the location: checking the
+        // location is enough. One that does not parse is the engine's to report.
+        if sartor_location::Path::parse(self.location()).is_ok_and(|p| p.uses_exclusion()) {
+            return Some(("spec.location", "an exclusion ([key notin (...)])"));
+        }
         None
     }
 

@@ -563,4 +563,48 @@ fn sartor_extensions_need_sartors_api_version() {
         problems("m.yaml", &assign_metadata("mutations.sartor.dev/v1")),
         Vec::<String>::new()
     );
+    let assign = |api_version: &str, location: &str, assign: &str| {
+        format!(
+            "apiVersion: {api_version}\nkind: Assign\nmetadata: {{name: a}}\n\
+             spec:\n  applyTo: [{{groups: [''], versions: [v1], kinds: [Pod]}}]\n  \
+             location: '{location}'\n  parameters: {{assign: {assign}}}\n"
+        )
+    };
+    assert_eq!(
+        problems(
+            "m.yaml",
+            &assign(
+                "mutations.gatekeeper.sh/v1",
+                "spec.containers[name notin (istio-proxy)].imagePullPolicy",
+                "{value: Always}"
+            )
+        ),
+        [
+            "m.yaml: document 1 (Assign a): spec.location: an exclusion ([key notin (...)]) is a sartor extension, not part of Gatekeeper's API (mutations.gatekeeper.sh/v1); use apiVersion mutations.sartor.dev/v1 for this mutator"
+        ]
+    );
+    assert_eq!(
+        problems(
+            "m.yaml",
+            &assign(
+                "mutations.gatekeeper.sh/v1beta1",
+                "spec.hostNetwork",
+                "{remove: true}"
+            )
+        ),
+        [
+            "m.yaml: document 1 (Assign a): spec.parameters.assign.remove: removal is a sartor extension, not part of Gatekeeper's API (mutations.gatekeeper.sh/v1beta1); use apiVersion mutations.sartor.dev/v1 for this mutator"
+        ]
+    );
+    assert_eq!(
+        problems(
+            "m.yaml",
+            &assign(
+                "mutations.sartor.dev/v1",
+                "spec.containers[name notin (istio-proxy)].imagePullPolicy",
+                "{value: Always}"
+            )
+        ),
+        Vec::<String>::new()
+    );
 }

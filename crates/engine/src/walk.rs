@@ -40,6 +40,13 @@ pub trait Setter {
     fn keyed_list_value(&self) -> Result<Map<String, Value>, SetError> {
         Err(SetError::KeyedListUnsupported)
     }
+
+    /// Whether a location ending at a list selector removes the elements it
+    /// selects (a removal, which may end at a glob or exclusion) rather than
+    /// setting one.
+    fn removes(&self) -> bool {
+        false
+    }
 }
 
 /// Why a setter could not set its value.
@@ -382,6 +389,9 @@ impl Walk<'_> {
         depth: usize,
     ) -> Result<Option<bool>, WalkError> {
         let at = || self.place(depth + 1);
+        if self.setter.removes() {
+            return self.remove_elements(list, selector, depth);
+        }
         match selector.key_value {
             KeyValue::Glob => return Err(WalkError::GlobAtEnd { at: at() }),
             KeyValue::NotIn(_) => return Err(WalkError::ExclusionAtEnd { at: at() }),
@@ -428,6 +438,50 @@ impl Walk<'_> {
             return Ok(None);
         }
         list.push(Value::Object(element));
+        Ok(Some(true))
+    }
+
+    /// The location ends at a selector and the setter removes: every element
+    /// it selects goes (one for `[key: value]`, as a set would replace one).
+    /// `None` when a pathTest stopped the walk (nothing selected, under the
+    /// removal's MustExist), otherwise whether the list changed.
+    fn remove_elements(
+        &self,
+        list: &mut Vec<Value>,
+        selector: &ListSelector,
+        depth: usize,
+    ) -> Result<Option<bool>, WalkError> {
+        let mut selected = Vec::new();
+        for (index, element) in list.iter().enumerate() {
+            if !element.is_object() {
+                return Err(WalkError::ElementNotAnObject {
+                    list: self.place(depth),
+                    index,
+                    found: kind_of(element),
+                    key: selector.key_field.clone(),
+                });
+            }
+            let picked = if selector.key_value.is_concrete() {
+                selected.is_empty() && key_matches(element, selector)
+            } else {
+                pattern_selects(element, selector)
+            };
+            if picked {
+                selected.push(index);
+            }
+        }
+        if selected.is_empty() {
+            return Ok(self.tests.missing_ok(depth).then_some(false));
+        }
+        if !self.tests.exists_ok(depth) {
+            return Ok(None);
+        }
+        let mut index = 0;
+        list.retain(|_| {
+            let keep = !selected.contains(&index);
+            index += 1;
+            keep
+        });
         Ok(Some(true))
     }
 

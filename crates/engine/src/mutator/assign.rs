@@ -204,6 +204,10 @@ impl Setter for RemoveSetter {
     fn set_value(&self, object: &mut Map<String, Value>, key: &str) -> Result<bool, SetError> {
         Ok(object.remove(key).is_some())
     }
+
+    fn removes(&self) -> bool {
+        true
+    }
 }
 
 // === impl AssignSetter ===

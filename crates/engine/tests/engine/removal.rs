@@ -174,3 +174,55 @@ fn a_removal_implies_the_same_shape_as_a_set() {
     assert!(system.is_conflicted(&MutatorId::new(MutatorKind::Assign, "drop")));
     assert!(system.is_conflicted(&MutatorId::new(MutatorKind::ModifySet, "tolerate")));
 }
+
+#[test]
+fn list_elements_are_removed_by_key_glob_or_exclusion() {
+    let request = Request::create(Some("default"));
+    // One element, by its key; gone once, then nothing to do.
+    let system_one = system(&assign(
+        "no-proxy",
+        "spec.containers[name: proxy]",
+        REMOVE_HOST_PORTS,
+    ));
+    let (out, mutation) = mutate(&system_one, &pod(), &request).unwrap();
+    let mut want = pod();
+    want["spec"]["containers"] = json!([want["spec"]["containers"][0].clone()]);
+    assert_eq!(out, want);
+    let paths: Vec<String> = mutation
+        .changes
+        .iter()
+        .map(|c| c.path.to_string())
+        .collect();
+    assert_eq!(paths, ["spec.containers[name: proxy]"]);
+    let (again, mutation) = mutate(&system_one, &out, &request).unwrap();
+    assert_eq!(again, out);
+    assert!(!mutation.changed());
+    // Every port but 8080 (an exclusion at the end: a removal may end there).
+    let (out, _) = mutate(
+        &system(&assign(
+            "only-8080",
+            "spec.containers[name: *].ports[containerPort notin (8080)]",
+            REMOVE_HOST_PORTS,
+        )),
+        &pod(),
+        &request,
+    )
+    .unwrap();
+    let mut want = pod();
+    want["spec"]["containers"][0]["ports"] = json!([{"containerPort": 8080, "hostPort": 8080}]);
+    assert_eq!(out, want);
+    // Every port (a glob at the end); the list itself stays, empty.
+    let (out, _) = mutate(
+        &system(&assign(
+            "no-ports",
+            "spec.containers[name: *].ports[containerPort: *]",
+            REMOVE_HOST_PORTS,
+        )),
+        &pod(),
+        &request,
+    )
+    .unwrap();
+    let mut want = pod();
+    want["spec"]["containers"][0]["ports"] = json!([]);
+    assert_eq!(out, want);
+}
