@@ -19,7 +19,7 @@ use crate::status::MutatorStatus;
     singular = "assign",
     status = "MutatorStatus",
     derive = "PartialEq",
-    doc = "Assign sets a field of matching objects (anything outside metadata) to a value.",
+    doc = "Assign sets a field of matching objects (anything outside metadata) to a value, or removes it.",
     printcolumn = r#"{"name":"Location","type":"string","jsonPath":".spec.location"}"#,
     printcolumn = r#"{"name":"Enforced","type":"boolean","jsonPath":".status.byPod[0].enforced"}"#,
     printcolumn = r#"{"name":"Error","type":"string","jsonPath":".status.byPod[0].errors[0].message","priority":1}"#,
@@ -34,7 +34,9 @@ pub struct AssignSpec {
     /// Which objects to mutate; criteria are ANDed, an empty match matches everything.
     #[serde(default, skip_serializing_if = "crate::is_default")]
     pub r#match: Match,
-    /// The field to set, e.g. `spec.containers[name: *].imagePullPolicy`.
+    /// The field to set (or remove), e.g.
+    /// `spec.containers[name: *].imagePullPolicy`; sartor also accepts
+    /// `[name notin (istio-proxy)]`, every element but those.
     pub location: String,
     /// What to assign, and the pathTests that guard it.
     #[serde(default)]

@@ -407,7 +407,7 @@ fn the_readme_shows_what_the_examples_print() {
     assert_eq!((code, stderr.as_str()), (0, ""));
     assert_eq!(stdout, shown);
     let (code, _, stderr) = sartor(&root, &["lint", "--mutators", "examples/mutators"], "");
-    assert_eq!((code, stderr.as_str()), (0, "8 mutators, no problems\n"));
+    assert_eq!((code, stderr.as_str()), (0, "10 mutators, no problems\n"));
 }
 
 #[test]
@@ -415,12 +415,12 @@ fn the_examples_own_test_suite_passes() {
     let root = repo_root();
     let (code, stdout, stderr) = sartor(&root, &["test", "examples"], "");
     assert_eq!((code, stderr.as_str()), (0, ""));
-    assert!(stdout.ends_with("6 passed, 0 failed\n"), "{stdout}");
+    assert!(stdout.ends_with("7 passed, 0 failed\n"), "{stdout}");
     assert_eq!(
         stdout
             .matches("PASS examples/tests/prod-shop.sartor-test.yaml: ")
             .count(),
-        6
+        7
     );
 }
 

@@ -100,7 +100,7 @@ fn object_of(kind: &str, location: &str, parameters: Value) -> Option<MutatorObj
 }
 
 /// How many mutators [`pool`] holds.
-const POOL: usize = 17;
+const POOL: usize = 23;
 
 /// A pool of valid mutators over a small, shared vocabulary of fields, so
 /// generated sets interact (and sometimes conflict).
@@ -206,6 +206,44 @@ fn pool() -> Vec<Mutator> {
             "metadata.annotations.owner",
             json!({"assign": {"fromMetadata": {"field": "namespace"}}}),
         ),
+        // sartor's extensions: removals against the sets above, and values
+        // from the Namespace.
+        (
+            "Assign",
+            "r1",
+            "spec.a",
+            json!({"assign": {"remove": true}}),
+        ),
+        (
+            "Assign",
+            "r2",
+            "spec.containers[name: c]",
+            json!({"assign": {"remove": true}}),
+        ),
+        (
+            "Assign",
+            "r3",
+            "spec.containers[name notin (a)].args",
+            json!({"assign": {"remove": true}}),
+        ),
+        (
+            "AssignMetadata",
+            "m3",
+            "metadata.labels.team",
+            json!({"assign": {"remove": true}}),
+        ),
+        (
+            "AssignMetadata",
+            "m4",
+            "metadata.labels.tier",
+            json!({"assign": {"fromNamespace": {"label": "tier", "default": "none"}}}),
+        ),
+        (
+            "Assign",
+            "n1",
+            "spec.containers[name: *].x",
+            json!({"assign": {"fromNamespace": {"label": "team"}}}),
+        ),
     ];
     docs.into_iter()
         .map(|(kind, name, location, parameters)| {
@@ -277,6 +315,19 @@ fn system_of(picks: &[usize]) -> System {
     system
 }
 
+/// The Namespace `ns` of every generated Pod, for `fromNamespace`.
+fn namespace() -> Value {
+    json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ns", "labels": {"team": "t1"}}})
+}
+
+/// A CREATE in `ns`, with its Namespace.
+fn request(namespace: &Value) -> Request<'_> {
+    Request {
+        namespace_object: Some(namespace),
+        ..Request::create(Some("ns"))
+    }
+}
+
 fn pod(spec: Value) -> Value {
     json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ns"}, "spec": spec})
 }
@@ -336,7 +387,8 @@ proptest! {
         whole in json_value(),
     ) {
         let system = system_of(&picks);
-        let request = Request::create(Some("ns"));
+        let namespace = namespace();
+        let request = request(&namespace);
         let _ = system.mutate(&mut pod(spec), &request);
         let mut whole = whole;
         let _ = system.mutate(&mut whole, &request);
@@ -348,7 +400,8 @@ proptest! {
         spec in spec(),
     ) {
         let system = system_of(&picks);
-        let request = Request::create(Some("ns"));
+        let namespace = namespace();
+        let request = request(&namespace);
         let mut fast = pod(spec);
         let mut reference = fast.clone();
         // sartor runs no pass at all when nothing can apply to the kind.
@@ -366,7 +419,8 @@ proptest! {
         spec in spec(),
     ) {
         let system = system_of(&picks);
-        let request = Request::create(Some("ns"));
+        let namespace = namespace();
+        let request = request(&namespace);
         let mut once = pod(spec);
         if system.mutate(&mut once, &request).is_ok() {
             let mut twice = once.clone();

@@ -90,6 +90,8 @@ pub const EXAMPLE_MUTATORS: &[(&str, &[&str])] = &[
             "always-pull-pods",
             "always-pull-deployments",
             "log-sidecar",
+            "no-host-ports",
+            "read-only-root",
             "seccomp-runtime-default",
         ],
     ),
@@ -405,7 +407,7 @@ pub fn mutation_annotations_name_the_mutators_with_the_flag(
             same(
                 "annotations",
                 probe_pod(suite)?["metadata"]["annotations"].clone(),
-                serde_json::json!({"sartor.dev/mutations": "Assign/always-pull-pods:1, Assign/seccomp-runtime-default:1, AssignImage/pin-registry:1, AssignMetadata/owner-from-namespace:1"}),
+                serde_json::json!({"sartor.dev/mutations": "Assign/always-pull-pods:1, Assign/read-only-root:1, Assign/seccomp-runtime-default:1, AssignImage/pin-registry:1, AssignMetadata/owner-from-namespace:1"}),
             )
         })
     });

@@ -188,6 +188,8 @@ pub fn examples_apply_with_only_sartors_crds(suite: &mut Suite) -> Result<(), St
             "assign.mutations.sartor.dev/always-pull-deployments created (server dry run)",
             "assign.mutations.sartor.dev/always-pull-pods created (server dry run)",
             "assign.mutations.sartor.dev/log-sidecar created (server dry run)",
+            "assign.mutations.sartor.dev/no-host-ports created (server dry run)",
+            "assign.mutations.sartor.dev/read-only-root created (server dry run)",
             "assign.mutations.sartor.dev/seccomp-runtime-default created (server dry run)",
             "assignimage.mutations.sartor.dev/pin-registry created (server dry run)",
             "assignmetadata.mutations.sartor.dev/owner-from-namespace created (server dry run)",
