@@ -128,7 +128,9 @@ pub fn kubectl_explain_shows_the_docs(suite: &mut Suite) -> Result<(), String> {
         "VERSION:    v1",
         "FIELD: location <string>",
         "DESCRIPTION:",
-        "    The field to set, e.g. `spec.containers[name: *].imagePullPolicy`.",
+        "    The field to set (or remove), e.g.",
+        "    `spec.containers[name: *].imagePullPolicy`; sartor also accepts",
+        "    `[name notin (istio-proxy)]`, every element but those.",
     ];
     for line in expected {
         if !out.lines().any(|l| l.trim_end() == line) {
