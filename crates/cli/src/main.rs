@@ -46,6 +46,8 @@ pub enum Outcome {
     Ok,
     /// At least one mutation failed (for example, it did not converge).
     MutationFailed,
+    /// `mutate --exit-code`: at least one object would change.
+    Changed,
     /// The input could not be used: unreadable files, invalid mutators,
     /// schema conflicts.
     InvalidInput,
@@ -62,7 +64,7 @@ fn main() -> ExitCode {
     };
     match outcome {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,
-        Ok(Outcome::MutationFailed) => ExitCode::from(1),
+        Ok(Outcome::MutationFailed | Outcome::Changed) => ExitCode::from(1),
         Ok(Outcome::InvalidInput) => ExitCode::from(2),
         Err(error) => {
             eprintln!("error: {error:#}");

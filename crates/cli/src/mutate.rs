@@ -43,6 +43,11 @@ pub struct MutateArgs {
     /// path in which pass.
     #[arg(long)]
     explain: bool,
+    /// Exit 1 when any object would change (like `git diff --exit-code`), so
+    /// CI can fail a repository whose objects are not already mutated; 0 when
+    /// every object is unchanged.
+    #[arg(long)]
+    exit_code: bool,
     /// Objects to mutate: files, directories, or `-` for stdin.
     #[arg(value_name = "PATH")]
     inputs: Vec<String>,
@@ -111,6 +116,9 @@ pub fn run(args: &MutateArgs) -> anyhow::Result<Outcome> {
     for document in &documents {
         match mutate_one(&system, document, operation, &namespaces) {
             Ok((object, mutation)) => {
+                if args.exit_code && object != document.value && outcome == Outcome::Ok {
+                    outcome = Outcome::Changed;
+                }
                 if args.explain {
                     explain(&mut explanation, document, &object, &mutation);
                 }

@@ -43,6 +43,10 @@ pub struct TestArgs {
     /// Suite files, or directories searched recursively for `*.sartor-test.yaml`.
     #[arg(value_name = "PATH", required = true)]
     paths: Vec<PathBuf>,
+    /// Run only the cases whose name contains PATTERN (case-sensitive); the
+    /// others are neither run nor counted. Exit 2 when no case matches.
+    #[arg(long = "run", value_name = "PATTERN")]
+    run: Option<String>,
 }
 
 /// A suite file.
@@ -102,7 +106,14 @@ pub fn run(args: &TestArgs) -> anyhow::Result<Outcome> {
     }
     let mut tally = Tally::default();
     for suite in &suites {
-        run_suite(suite, &mut tally);
+        run_suite(suite, args.run.as_deref(), &mut tally);
+    }
+    if let Some(pattern) = &args.run
+        && tally.passed + tally.failed == 0
+        && tally.invalid == 0
+    {
+        eprintln!("error: no case name contains {pattern:?}");
+        return Ok(Outcome::InvalidInput);
     }
     println!(
         "{} passed, {} failed{}",
@@ -157,7 +168,7 @@ fn find_suites(path: &Path, suites: &mut Vec<PathBuf>) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn run_suite(file: &Path, tally: &mut Tally) {
+fn run_suite(file: &Path, run: Option<&str>, tally: &mut Tally) {
     let label = file.display().to_string();
     let suite: Suite = match std::fs::read_to_string(file)
         .map_err(|e| format!("cannot read: {e}"))
@@ -191,7 +202,11 @@ fn run_suite(file: &Path, tally: &mut Tally) {
         tally.invalid += 1;
         return;
     }
-    for case in &suite.cases {
+    for case in suite
+        .cases
+        .iter()
+        .filter(|case| run.is_none_or(|pattern| case.name.contains(pattern)))
+    {
         match run_case(case, dir, &system, &namespaces) {
             Ok(()) => {
                 println!("PASS {label}: {}", case.name);

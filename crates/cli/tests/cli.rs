@@ -510,3 +510,72 @@ fn the_gatekeeper_examples_mutate_exactly_as_their_sartor_twins() {
         gatekeeper.1
     );
 }
+
+#[test]
+fn exit_code_says_whether_anything_would_change() {
+    let root = repo_root();
+    let mutators = ["mutate", "--mutators", "examples/mutators"];
+    let args = |extra: &[&'static str]| -> Vec<&'static str> {
+        mutators
+            .iter()
+            .copied()
+            .chain(extra.iter().copied())
+            .collect()
+    };
+    // The example Pod is not mutated yet: exit 1, with the diff.
+    let (code, stdout, stderr) = sartor(
+        &root,
+        &args(&[
+            "--diff",
+            "--exit-code",
+            "examples/objects/pod.yaml",
+            "examples/objects/namespace.yaml",
+        ]),
+        "",
+    );
+    assert_eq!((code, stderr.as_str()), (1, ""));
+    assert!(
+        stdout.contains("+      readOnlyRootFilesystem: true"),
+        "{stdout}"
+    );
+    // Its expected output already is: exit 0, and no diff.
+    let (code, stdout, stderr) = sartor(
+        &root,
+        &args(&[
+            "--diff",
+            "--exit-code",
+            "--namespaces",
+            "examples/objects/namespace.yaml",
+            "examples/tests/expected/pod.yaml",
+        ]),
+        "",
+    );
+    assert_eq!((code, stdout.as_str(), stderr.as_str()), (0, "", ""));
+    // Without the flag a change is no failure.
+    let (code, _, _) = sartor(
+        &root,
+        &args(&[
+            "--diff",
+            "examples/objects/pod.yaml",
+            "examples/objects/namespace.yaml",
+        ]),
+        "",
+    );
+    assert_eq!(code, 0);
+}
+
+#[test]
+fn run_selects_cases_by_name() {
+    let root = repo_root();
+    let (code, stdout, stderr) = sartor(&root, &["test", "examples", "--run", "host port"], "");
+    assert_eq!((code, stderr.as_str()), (0, ""));
+    assert_eq!(
+        stdout,
+        "PASS examples/tests/prod-shop.sartor-test.yaml: the mesh's proxy keeps a writable root filesystem, and no container binds a host port\n1 passed, 0 failed\n"
+    );
+    let (code, stdout, stderr) = sartor(&root, &["test", "examples", "--run", "no such case"], "");
+    assert_eq!(
+        (code, stdout.as_str(), stderr.as_str()),
+        (2, "", "error: no case name contains \"no such case\"\n")
+    );
+}
