@@ -120,7 +120,12 @@ pub fn run(args: &TestArgs) -> anyhow::Result<Outcome> {
         tally.passed,
         tally.failed,
         if tally.invalid > 0 {
-            format!(", {} suites invalid", tally.invalid)
+            let noun = if tally.invalid == 1 {
+                "suite"
+            } else {
+                "suites"
+            };
+            format!(", {} {noun} invalid", tally.invalid)
         } else {
             String::new()
         }

@@ -579,3 +579,26 @@ fn run_selects_cases_by_name() {
         (2, "", "error: no case name contains \"no such case\"\n")
     );
 }
+
+#[test]
+fn a_malformed_suite_is_named_with_its_line() {
+    let dir = scratch(
+        "malformed",
+        &[(
+            "suites/bad.sartor-test.yaml",
+            "mutators: [x]\ncases:\n- name: a\n  inptu: {}\n",
+        )],
+    );
+    let path = "suites";
+    let (code, stdout, stderr) = sartor(&dir, &["test", path], "");
+    assert_eq!(
+        (code, stdout.as_str(), stderr),
+        (
+            2,
+            "0 passed, 0 failed, 1 suite invalid\n",
+            format!(
+                "error: {path}/bad.sartor-test.yaml: invalid suite: cases[0]: unknown field `inptu`, expected one of `name`, `operation`, `input`, `expected`, `expectedError` at line 4 column 3\n"
+            )
+        )
+    );
+}
