@@ -8,6 +8,7 @@ mod crds;
 mod lint;
 mod load;
 mod mutate;
+mod report;
 mod serve;
 mod test;
 

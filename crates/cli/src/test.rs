@@ -18,6 +18,7 @@
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 use anyhow::Context as _;
 use clap::Args;
@@ -28,7 +29,8 @@ use serde_json::Value;
 
 use crate::load::namespace_name;
 use crate::mutate::{colour, mutate_one, yaml_diff};
-use crate::{Outcome, load};
+use crate::report::{CaseResult, SuiteResult};
+use crate::{Outcome, load, report};
 
 /// Run mutator test suites (`*.sartor-test.yaml`).
 ///
@@ -47,6 +49,19 @@ pub struct TestArgs {
     /// others are neither run nor counted. Exit 2 when no case matches.
     #[arg(long = "run", value_name = "PATTERN")]
     run: Option<String>,
+    /// Output format on stdout: `text` (PASS/FAIL lines, a diff per failure,
+    /// a summary), `junit` (JUnit XML for CI test reporters) or `json` (the
+    /// same content). Problems with suites also go to stderr.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    format: Format,
+}
+
+/// `sartor test --format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Format {
+    Text,
+    Junit,
+    Json,
 }
 
 /// A suite file.
@@ -104,10 +119,18 @@ pub fn run(args: &TestArgs) -> anyhow::Result<Outcome> {
         eprintln!("error: no *{SUFFIX} files found");
         return Ok(Outcome::InvalidInput);
     }
-    let mut tally = Tally::default();
+    let mut results = Vec::with_capacity(suites.len());
     for suite in &suites {
-        run_suite(suite, args.run.as_deref(), &mut tally);
+        let result = run_suite(suite, args.run.as_deref());
+        for problem in &result.problems {
+            eprintln!("error: {}: {problem}", result.file);
+        }
+        if args.format == Format::Text {
+            print_text(&result);
+        }
+        results.push(result);
     }
+    let tally = Tally::of(&results);
     if let Some(pattern) = &args.run
         && tally.passed + tally.failed == 0
         && tally.invalid == 0
@@ -115,21 +138,25 @@ pub fn run(args: &TestArgs) -> anyhow::Result<Outcome> {
         eprintln!("error: no case name contains {pattern:?}");
         return Ok(Outcome::InvalidInput);
     }
-    println!(
-        "{} passed, {} failed{}",
-        tally.passed,
-        tally.failed,
-        if tally.invalid > 0 {
-            let noun = if tally.invalid == 1 {
-                "suite"
+    match args.format {
+        Format::Text => println!(
+            "{} passed, {} failed{}",
+            tally.passed,
+            tally.failed,
+            if tally.invalid > 0 {
+                let noun = if tally.invalid == 1 {
+                    "suite"
+                } else {
+                    "suites"
+                };
+                format!(", {} {noun} invalid", tally.invalid)
             } else {
-                "suites"
-            };
-            format!(", {} {noun} invalid", tally.invalid)
-        } else {
-            String::new()
-        }
-    );
+                String::new()
+            }
+        ),
+        Format::Junit => print!("{}", report::junit(&results)),
+        Format::Json => println!("{}", serde_json::to_string_pretty(&report::json(&results))?),
+    }
     Ok(if tally.invalid > 0 {
         Outcome::InvalidInput
     } else if tally.failed > 0 {
@@ -139,11 +166,43 @@ pub fn run(args: &TestArgs) -> anyhow::Result<Outcome> {
     })
 }
 
+/// PASS/FAIL lines for one suite, with an indented diff per failure.
+fn print_text(result: &SuiteResult) {
+    for case in &result.cases {
+        match &case.failure {
+            None => println!("PASS {}: {}", result.file, case.name),
+            Some(report) => {
+                println!("FAIL {}: {}", result.file, case.name);
+                print!("{}", indent(&colour(report)));
+            }
+        }
+    }
+}
+
 #[derive(Debug, Default)]
 struct Tally {
     passed: usize,
     failed: usize,
     invalid: usize,
+}
+
+impl Tally {
+    fn of(results: &[SuiteResult]) -> Tally {
+        let mut tally = Tally::default();
+        for result in results {
+            if !result.problems.is_empty() {
+                tally.invalid += 1;
+            }
+            for case in &result.cases {
+                if case.failure.is_some() {
+                    tally.failed += 1;
+                } else {
+                    tally.passed += 1;
+                }
+            }
+        }
+        tally
+    }
 }
 
 fn find_suites(path: &Path, suites: &mut Vec<PathBuf>) -> anyhow::Result<()> {
@@ -173,17 +232,21 @@ fn find_suites(path: &Path, suites: &mut Vec<PathBuf>) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn run_suite(file: &Path, run: Option<&str>, tally: &mut Tally) {
-    let label = file.display().to_string();
+/// Runs one suite file: its cases, or the problems that stopped it.
+fn run_suite(file: &Path, run: Option<&str>) -> SuiteResult {
+    let mut result = SuiteResult {
+        file: file.display().to_string(),
+        problems: Vec::new(),
+        cases: Vec::new(),
+    };
     let suite: Suite = match std::fs::read_to_string(file)
         .map_err(|e| format!("cannot read: {e}"))
         .and_then(|text| serde_yaml::from_str(&text).map_err(|e| format!("invalid suite: {e}")))
     {
         Ok(suite) => suite,
         Err(message) => {
-            eprintln!("error: {label}: {message}");
-            tally.invalid += 1;
-            return;
+            result.problems.push(message);
+            return result;
         }
     };
     let dir = file.parent().unwrap_or(Path::new("."));
@@ -195,35 +258,28 @@ fn run_suite(file: &Path, run: Option<&str>, tally: &mut Tally) {
             .filter_map(|d| namespace_name(&d.value).map(|n| (n.to_string(), d.value.clone())))
             .collect(),
         Err(message) => {
-            eprintln!("error: {label}: namespaces: {message}");
-            tally.invalid += 1;
-            return;
+            result.problems.push(format!("namespaces: {message}"));
+            return result;
         }
     };
     if !findings.is_empty() {
-        for finding in &findings {
-            eprintln!("error: {label}: {finding}");
-        }
-        tally.invalid += 1;
-        return;
+        result.problems = findings.iter().map(ToString::to_string).collect();
+        return result;
     }
     for case in suite
         .cases
         .iter()
         .filter(|case| run.is_none_or(|pattern| case.name.contains(pattern)))
     {
-        match run_case(case, dir, &system, &namespaces) {
-            Ok(()) => {
-                println!("PASS {label}: {}", case.name);
-                tally.passed += 1;
-            }
-            Err(report) => {
-                println!("FAIL {label}: {}", case.name);
-                print!("{}", indent(&colour(&report)));
-                tally.failed += 1;
-            }
-        }
+        let started = Instant::now();
+        let failure = run_case(case, dir, &system, &namespaces).err();
+        result.cases.push(CaseResult {
+            name: case.name.clone(),
+            failure,
+            seconds: started.elapsed().as_secs_f64(),
+        });
     }
+    result
 }
 
 /// Runs one case; `Err` carries what to show for its failure.

@@ -602,3 +602,79 @@ fn a_malformed_suite_is_named_with_its_line() {
         )
     );
 }
+
+/// `text` with every `time="..."` value replaced by `T` (times vary).
+fn without_times(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(start) = rest.find("time=\"") {
+        out.push_str(&rest[..start + 6]);
+        rest = &rest[start + 6..];
+        let end = rest.find('"').unwrap();
+        out.push('T');
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+#[test]
+fn test_reports_junit_and_json_for_ci() {
+    let dir = scratch(
+        "junit",
+        &[
+            (
+                "m.yaml",
+                "apiVersion: mutations.sartor.dev/v1\nkind: Assign\nmetadata: {name: pull}\n\
+                 spec:\n  applyTo: [{groups: [''], versions: [v1], kinds: [Pod]}]\n  \
+                 location: 'spec.containers[name: *].imagePullPolicy'\n  \
+                 parameters: {assign: {value: Always}}\n",
+            ),
+            (
+                "t.sartor-test.yaml",
+                "mutators: [m.yaml]\ncases:\n\
+                 - name: pulls always\n  \
+                   input: {apiVersion: v1, kind: Pod, metadata: {name: p}, spec: {containers: [{name: a}]}}\n  \
+                   expected: {apiVersion: v1, kind: Pod, metadata: {name: p}, spec: {containers: [{name: a, imagePullPolicy: Always}]}}\n\
+                 - name: a wrong expectation\n  \
+                   input: {apiVersion: v1, kind: Pod, metadata: {name: p}, spec: {containers: [{name: a}]}}\n  \
+                   expected: {apiVersion: v1, kind: Pod, metadata: {name: p}, spec: {containers: [{name: a}]}}\n",
+            ),
+        ],
+    );
+    let (code, stdout, stderr) = sartor(&dir, &["test", ".", "--format", "junit"], "");
+    assert_eq!((code, stderr.as_str()), (1, ""));
+    assert_eq!(
+        without_times(&stdout),
+        r#"<?xml version="1.0" encoding="UTF-8"?>
+<testsuites name="sartor test" tests="2" failures="1" errors="0" time="T">
+  <testsuite name="./t.sartor-test.yaml" tests="2" failures="1" errors="0" skipped="0" time="T">
+    <testcase name="pulls always" classname="./t.sartor-test.yaml" time="T"/>
+    <testcase name="a wrong expectation" classname="./t.sartor-test.yaml" time="T">
+      <failure message="--- expected #1" type="mismatch">--- expected #1
++++ got #1
+@@ -4,4 +4,5 @@
+   name: p
+ spec:
+   containers:
+-  - name: a
++  - imagePullPolicy: Always
++    name: a
+</failure>
+    </testcase>
+  </testsuite>
+</testsuites>
+"#
+    );
+    let (code, stdout, _) = sartor(
+        &dir,
+        &["test", ".", "--format", "json", "--run", "pulls"],
+        "",
+    );
+    assert_eq!(code, 0);
+    let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(report["passed"], 1);
+    assert_eq!(report["failed"], 0);
+    assert_eq!(report["suites"][0]["cases"][0]["name"], "pulls always");
+    assert_eq!(report["suites"][0]["cases"][0]["outcome"], "passed");
+}
