@@ -36,9 +36,9 @@ pub use common::{
     MetadataField, PathTest,
 };
 pub use loader::{
-    Document, Input, LoadError, Loaded, LoadedMutator, Origin, Problem, json_type, load_mutators,
-    mutators_from_documents, parse_mutator, read_documents, read_documents_from_str,
-    read_documents_with_stdin,
+    Document, Input, LoadError, Loaded, LoadedMutator, Origin, Problem, is_mutator_document,
+    json_type, load_mutators, mutators_from_documents, parse_mutator, read_documents,
+    read_documents_from_str, read_documents_with_stdin,
 };
 pub use matching::{
     ApplyTo, InvalidWildcard, Kinds, LabelSelector, LabelSelectorRequirement, Match, Operation,

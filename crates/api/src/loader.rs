@@ -499,6 +499,17 @@ pub fn mutators_from_documents(documents: &[Document], mut errors: Vec<LoadError
     Loaded { mutators, errors }
 }
 
+/// Whether a document is meant as a mutator: its `apiVersion` is in sartor's
+/// or Gatekeeper's mutation group. Such a document that is not a valid
+/// mutator is an error, never an object (repository mode).
+pub fn is_mutator_document(value: &Value) -> bool {
+    value
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .and_then(|v| v.split_once('/'))
+        .is_some_and(|(group, _)| group == GROUP || group == GATEKEEPER_GROUP)
+}
+
 /// Interprets one document as a mutator of sartor's or Gatekeeper's API.
 ///
 /// # Errors

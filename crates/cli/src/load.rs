@@ -3,7 +3,10 @@
 use std::collections::HashMap;
 use std::fmt;
 
-use sartor_api::{Input, Origin, load_mutators, read_documents};
+use sartor_api::{
+    Document, Input, Loaded, Origin, is_mutator_document, load_mutators, mutators_from_documents,
+    read_documents,
+};
 use sartor_engine::{Gvk, Mutator, System};
 use serde_json::{Value, json};
 
@@ -50,7 +53,48 @@ impl Finding {
 /// invalid mutator, schema conflict), in input order.
 pub fn system(paths: &[String]) -> (System, Vec<Finding>) {
     let inputs: Vec<Input> = paths.iter().map(|p| Input::from_arg(p)).collect();
-    let loaded = load_mutators(&inputs);
+    compile(load_mutators(&inputs))
+}
+
+/// A repository read whole: the mutators found among its documents (and
+/// those of `--mutators`) compiled, and every other document.
+#[derive(Debug)]
+pub struct Repository {
+    /// The mutators that compiled.
+    pub system: System,
+    /// Every problem with the mutators or the inputs, in input order.
+    pub findings: Vec<Finding>,
+    /// How many mutator documents were found among the inputs.
+    pub found: usize,
+    /// The documents that are not mutators, in input order.
+    pub others: Vec<Document>,
+}
+
+/// Reads `explicit` (`--mutators`: every document must be a mutator) and
+/// `inputs` (a repository: documents whose apiVersion is a mutation group
+/// are mutators, the rest are returned as others), and compiles all the
+/// mutators into one System; a kind and name defined in both is a duplicate.
+pub fn repository(explicit: &[String], inputs: &[Input]) -> Repository {
+    let explicit: Vec<Input> = explicit.iter().map(|p| Input::from_arg(p)).collect();
+    let (mut documents, mut errors) = read_documents(&explicit);
+    let (read, read_errors) = read_documents(inputs);
+    errors.extend(read_errors);
+    let (mutators, others): (Vec<Document>, Vec<Document>) = read
+        .into_iter()
+        .partition(|document| is_mutator_document(&document.value));
+    let found = mutators.len();
+    documents.extend(mutators);
+    let (system, findings) = compile(mutators_from_documents(&documents, errors));
+    Repository {
+        system,
+        findings,
+        found,
+        others,
+    }
+}
+
+/// Compiles what the loader read into a System, every problem a finding.
+fn compile(loaded: Loaded) -> (System, Vec<Finding>) {
     let mut findings: Vec<Finding> = loaded
         .errors
         .iter()

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use anyhow::Context as _;
 use clap::{Args, ValueEnum};
-use sartor_api::{Document, Input, read_documents};
+use sartor_api::{Document, Input};
 use sartor_engine::matching::MatchError;
 use sartor_engine::{Failure, Gvk, Mutation, ObjectRef, Operation, Request};
 use serde_json::{Value, json};
@@ -19,11 +19,18 @@ use crate::load::{self, namespace_name};
 /// *.json) or `-` for stdin (the default when no PATH is given), and printed in
 /// input order. An object's namespace is its `metadata.namespace`; objects
 /// without one are mutated as cluster-scoped.
+///
+/// The inputs may be a whole repository (or the output of `kustomize build`
+/// or `helm template`): a document whose apiVersion is in a mutation group
+/// (`mutations.sartor.dev`, `mutations.gatekeeper.sh`) is a mutator, used
+/// and not printed; every other document is an object. Namespaces among the
+/// inputs serve namespaceSelectors and are objects too.
 #[derive(Debug, Args)]
 pub struct MutateArgs {
-    /// A mutator file or directory (sartor's or Gatekeeper's apiVersions);
-    /// repeat the flag for more.
-    #[arg(long = "mutators", short = 'm', value_name = "PATH", required = true, action = clap::ArgAction::Append)]
+    /// A mutator file or directory (sartor's or Gatekeeper's apiVersions),
+    /// in which every document must be a mutator; repeat the flag for more.
+    /// Optional when the inputs hold the mutators.
+    #[arg(long = "mutators", short = 'm', value_name = "PATH", action = clap::ArgAction::Append)]
     mutators: Vec<String>,
     /// A file or directory of Namespace objects, for namespaceSelector;
     /// repeat the flag for more. Namespaces among the inputs count too.
@@ -72,22 +79,16 @@ enum Format {
 /// # Errors
 /// Only for output that cannot be written or serialized.
 pub fn run(args: &MutateArgs) -> anyhow::Result<Outcome> {
-    let (system, findings) = load::system(&args.mutators);
-    if !findings.is_empty() {
-        for finding in &findings {
-            eprintln!("error: {finding}");
-        }
-        return Ok(Outcome::InvalidInput);
-    }
     let inputs: Vec<Input> = if args.inputs.is_empty() {
         vec![Input::Stdin]
     } else {
         args.inputs.iter().map(|p| Input::from_arg(p)).collect()
     };
-    let (documents, errors) = read_documents(&inputs);
+    let repository = load::repository(&args.mutators, &inputs);
     let (mut namespaces, namespace_errors) = load::namespaces(&args.namespaces);
     let mut invalid = false;
-    for error in errors
+    for error in repository
+        .findings
         .iter()
         .map(ToString::to_string)
         .chain(namespace_errors)
@@ -98,6 +99,15 @@ pub fn run(args: &MutateArgs) -> anyhow::Result<Outcome> {
     if invalid {
         return Ok(Outcome::InvalidInput);
     }
+    if args.mutators.is_empty() && repository.found == 0 {
+        eprintln!(
+            "error: no mutators: give --mutators, or include mutator documents \
+             (apiVersion mutations.sartor.dev/v1 or mutations.gatekeeper.sh/...) among the inputs"
+        );
+        return Ok(Outcome::InvalidInput);
+    }
+    let system = repository.system;
+    let documents = repository.others;
     for document in &documents {
         if let Some(name) = namespace_name(&document.value) {
             namespaces

@@ -257,6 +257,7 @@ fn lint_lists_every_problem_and_exits_2() {
         report,
         serde_json::json!({
             "mutators": 1,
+            "skipped": 0,
             "findings": [
                 {"category": "load", "file": "m/b.yaml", "document": 1, "item": null, "subject": "ConfigMap c",
                  "message": "ConfigMap (v1) is not a mutator: expected Assign, AssignImage, AssignMetadata or ModifySet in mutations.sartor.dev/v1 or mutations.gatekeeper.sh/v1, v1beta1, v1alpha1"},
@@ -282,7 +283,7 @@ fn lint_passes_a_clean_set() {
     assert_eq!(code, 0);
     assert_eq!(
         serde_json::from_str::<serde_json::Value>(&stdout).unwrap(),
-        serde_json::json!({"mutators": 2, "findings": []})
+        serde_json::json!({"mutators": 2, "skipped": 0, "findings": []})
     );
 }
 
@@ -677,4 +678,82 @@ fn test_reports_junit_and_json_for_ci() {
     assert_eq!(report["failed"], 0);
     assert_eq!(report["suites"][0]["cases"][0]["name"], "pulls always");
     assert_eq!(report["suites"][0]["cases"][0]["outcome"], "passed");
+}
+
+/// A repository: mutators beside the workloads and their Namespace, in one
+/// tree and one multi-document file (as `kustomize build` prints it).
+fn repository(test: &str) -> PathBuf {
+    let namespace =
+        "apiVersion: v1\nkind: Namespace\nmetadata: {name: shop, labels: {env: prod}}\n";
+    scratch(
+        test,
+        &[
+            ("repo/policy/pull.yaml", PULL),
+            ("repo/policy/tier.yaml", PROD_ONLY),
+            ("repo/shop/namespace.yaml", namespace),
+            ("repo/shop/pod.yaml", POD),
+            (
+                "built.yaml",
+                &format!("{namespace}---\n{PULL}---\n{PROD_ONLY}---\n{POD}"),
+            ),
+        ],
+    )
+}
+
+#[test]
+fn mutate_finds_the_mutators_in_a_repository() {
+    let dir = repository("repo-mutate");
+    let want = "apiVersion: v1\nkind: Namespace\nmetadata:\n  labels:\n    env: prod\n    tier: gold\n  name: shop\n---\n\
+                apiVersion: v1\nkind: Pod\nmetadata:\n  labels:\n    tier: gold\n  name: web\n  namespace: shop\n\
+                spec:\n  containers:\n  - image: nginx\n    imagePullPolicy: Always\n    name: app\n";
+    let (code, stdout, stderr) = sartor(&dir, &["mutate", "repo"], "");
+    assert_eq!((code, stdout.as_str(), stderr.as_str()), (0, want, ""));
+    // The same from stdin, as `kustomize build | sartor mutate` would.
+    let built = std::fs::read_to_string(dir.join("built.yaml")).unwrap();
+    let (code, stdout, stderr) = sartor(&dir, &["mutate"], &built);
+    assert_eq!((code, stdout.as_str(), stderr.as_str()), (0, want, ""));
+    // No mutator anywhere: said, exit 2.
+    let (code, stdout, stderr) = sartor(&dir, &["mutate", "repo/shop"], "");
+    assert_eq!(
+        (code, stdout.as_str(), stderr.as_str()),
+        (
+            2,
+            "",
+            "error: no mutators: give --mutators, or include mutator documents (apiVersion mutations.sartor.dev/v1 or mutations.gatekeeper.sh/...) among the inputs\n"
+        )
+    );
+}
+
+#[test]
+fn lint_checks_the_mutators_of_a_repository_and_counts_the_rest() {
+    let dir = repository("repo-lint");
+    let (code, stdout, stderr) = sartor(&dir, &["lint", "repo"], "");
+    assert_eq!(
+        (code, stdout.as_str(), stderr.as_str()),
+        (
+            0,
+            "",
+            "2 mutators, no problems (2 other documents skipped)\n"
+        )
+    );
+    let (code, stdout, _) = sartor(&dir, &["lint", "-o", "json", "built.yaml"], "");
+    assert_eq!(code, 0);
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&stdout).unwrap(),
+        serde_json::json!({"mutators": 2, "skipped": 2, "findings": []})
+    );
+    // A document in a mutation group that is not a valid mutator is an error.
+    std::fs::write(
+        dir.join("repo/policy/typo.yaml"),
+        "apiVersion: mutations.sartor.dev/v1\nkind: Asign\nmetadata: {name: x}\n",
+    )
+    .unwrap();
+    let (code, _, stderr) = sartor(&dir, &["lint", "repo"], "");
+    assert_eq!(
+        (code, stderr.as_str()),
+        (
+            2,
+            "error: repo/policy/typo.yaml: document 1: Asign x: Asign (mutations.sartor.dev/v1) is not a mutator: expected Assign, AssignImage, AssignMetadata or ModifySet in mutations.sartor.dev/v1 or mutations.gatekeeper.sh/v1, v1beta1, v1alpha1\n"
+        )
+    );
 }
