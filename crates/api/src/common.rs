@@ -53,8 +53,8 @@ pub struct AssignField {
     /// Remove what is at the location instead of assigning (sartor only:
     /// `mutations.sartor.dev/v1`): a field, or the list elements the last
     /// selector picks. Nothing there is not a change; parents are never created.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub remove: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remove: Option<bool>,
     /// Assign what an external data provider returns (Gatekeeper's
     /// externaldata; sartor reads it but does not call providers).
     #[serde(default, skip_serializing_if = "Option::is_none")]

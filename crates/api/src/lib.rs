@@ -184,7 +184,8 @@ impl MutatorObject {
                 "a value from the Namespace",
             ));
         }
-        if assign.is_some_and(|a| a.remove) {
+        // Any `remove`, even `false`: Gatekeeper's schema has no such field.
+        if assign.is_some_and(|a| a.remove.is_some()) {
             return Some(("spec.parameters.assign.remove", "removal"));
         }
         // A pathTest's subPath is a prefix of the location: checking the

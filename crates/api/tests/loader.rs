@@ -583,6 +583,20 @@ fn sartor_extensions_need_sartors_api_version() {
             "m.yaml: document 1 (Assign a): spec.location: an exclusion ([key notin (...)]) is a sartor extension, not part of Gatekeeper's API (mutations.gatekeeper.sh/v1); use apiVersion mutations.sartor.dev/v1 for this mutator"
         ]
     );
+    // Even `remove: false`: Gatekeeper's schema has no such field.
+    assert_eq!(
+        problems(
+            "m.yaml",
+            &assign(
+                "mutations.gatekeeper.sh/v1",
+                "spec.hostNetwork",
+                "{value: true, remove: false}"
+            )
+        ),
+        [
+            "m.yaml: document 1 (Assign a): spec.parameters.assign.remove: removal is a sartor extension, not part of Gatekeeper's API (mutations.gatekeeper.sh/v1); use apiVersion mutations.sartor.dev/v1 for this mutator"
+        ]
+    );
     assert_eq!(
         problems(
             "m.yaml",

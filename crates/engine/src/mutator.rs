@@ -20,7 +20,7 @@ use sartor_location::{Node, ParseError, Path, PathTestError, PathTests};
 use serde_json::Value;
 
 use crate::image::ImageError;
-use crate::matching::{MatchCompileError, MatchError, Matcher, namespace_of};
+use crate::matching::{MatchCompileError, MatchError, Matcher};
 use crate::request::{Gvk, Operation, Request};
 use crate::walk::{self, WalkError, Walked};
 
@@ -167,6 +167,14 @@ pub enum Problem {
         "spec.parameters.assign: set exactly one of value, fromMetadata, fromNamespace, externalData and remove"
     )]
     ValueSourcesExtended,
+    /// `fromNamespace` at a keyed-list element: it gives a string.
+    #[error(
+        "spec.parameters.assign.fromNamespace: {location} is a keyed-list element; fromNamespace gives a string"
+    )]
+    NamespaceIntoList {
+        /// The location.
+        location: Path,
+    },
     /// `fromNamespace` names neither or both of a label and an annotation.
     #[error(
         "spec.parameters.assign.fromNamespace: set exactly one of label and annotation, not empty"
@@ -405,10 +413,12 @@ impl Mutator {
         }
         // A value from the Namespace is decided here, like a namespaceSelector:
         // without the Namespace the mutation cannot be known.
+        // The request's namespace, not `metadata.namespace`: the webhook
+        // leaves it empty for cluster-scoped objects, whatever they carry.
         if self.value_from_namespace()
             && request.namespace_object.is_none()
             && !gvk.is_namespace()
-            && let Some(namespace) = namespace_of(object, request)
+            && let Some(namespace) = request.namespace.filter(|ns| !ns.is_empty())
         {
             return Err(MatchError::ValueNamespaceUnknown {
                 namespace: namespace.to_string(),

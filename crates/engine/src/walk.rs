@@ -442,7 +442,7 @@ impl Walk<'_> {
     }
 
     /// The location ends at a selector and the setter removes: every element
-    /// it selects goes (one for `[key: value]`, as a set would replace one).
+    /// it selects goes (for `[key: value]`, every element with that key).
     /// `None` when a pathTest stopped the walk (nothing selected, under the
     /// removal's MustExist), otherwise whether the list changed.
     fn remove_elements(
@@ -461,8 +461,11 @@ impl Walk<'_> {
                     key: selector.key_field.clone(),
                 });
             }
+            // Every element with the key (the elements a `[key: value]`
+            // inside a location visits), so a list holding the key twice
+            // loses both at once and the removal settles in one pass.
             let picked = if selector.key_value.is_concrete() {
-                selected.is_empty() && key_matches(element, selector)
+                key_matches(element, selector)
             } else {
                 pattern_selects(element, selector)
             };

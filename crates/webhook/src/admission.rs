@@ -194,10 +194,13 @@ fn with_ephemeral_containers_of(original: &Value, mutated: &Value, added: &[Valu
 /// (`spec.ephemeralContainers[name: N]...`, globs pinned by the engine).
 fn inside_added_container(path: &Path, added: &[Value]) -> bool {
     match path.nodes() {
+        // A field inside the container: a change to (or removal of) the
+        // whole container is not kept by the confinement.
         [
             Node::Field(spec),
             Node::Field(list),
             Node::List(selector),
+            _,
             ..,
         ] if spec == "spec" && list == "ephemeralContainers" && selector.key_field == "name" => {
             matches!(&selector.key_value, KeyValue::String(name)

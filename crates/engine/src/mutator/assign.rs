@@ -49,8 +49,13 @@ pub(super) fn compile(spec: &AssignSpec) -> Result<Parts, Problem> {
     let source = Source::compile(&spec.parameters.assign)?;
     if let Some(list) = ends_in_list(&location) {
         match &source {
-            Source::FromMetadata(_) | Source::FromNamespace { .. } => {
+            Source::FromMetadata(_) => {
                 return Err(Problem::MetadataIntoList {
+                    location: location.clone(),
+                });
+            }
+            Source::FromNamespace { .. } => {
+                return Err(Problem::NamespaceIntoList {
                     location: location.clone(),
                 });
             }
@@ -122,16 +127,18 @@ impl Source {
             + usize::from(field.from_metadata.is_some())
             + usize::from(field.from_namespace.is_some())
             + usize::from(field.external_data.is_some())
-            + usize::from(field.remove);
+            + usize::from(field.remove == Some(true));
         if set != 1 {
             // Gatekeeper's message unless one of sartor's sources is involved.
-            return Err(if field.from_namespace.is_some() || field.remove {
-                Problem::ValueSourcesExtended
-            } else {
-                Problem::ValueSources
-            });
+            return Err(
+                if field.from_namespace.is_some() || field.remove.is_some() {
+                    Problem::ValueSourcesExtended
+                } else {
+                    Problem::ValueSources
+                },
+            );
         }
-        if field.remove {
+        if field.remove == Some(true) {
             return Ok(Source::Remove);
         }
         if field.external_data.is_some() {
@@ -158,10 +165,10 @@ impl Source {
 
     /// The value to set on `object`, `None` when there is none. `fromMetadata`
     /// gives `""` when the object has no name (yet) or no namespace, as
-    /// Gatekeeper does; `fromNamespace` gives nothing for an object that is
-    /// not in a namespace, or whose Namespace was not provided (matching
-    /// refuses that case first), and the default, if any, when the Namespace
-    /// lacks the key.
+    /// Gatekeeper does; `fromNamespace` gives nothing for a request outside a
+    /// namespace (a cluster-scoped object, whatever its `metadata.namespace`),
+    /// or whose Namespace was not provided (matching refuses that case
+    /// first), and the default, if any, when the Namespace lacks the key.
     pub(crate) fn value<'s>(
         &'s self,
         object: &Value,
@@ -183,7 +190,7 @@ impl Source {
                 key,
                 default,
             } => {
-                namespace_of(object, request)?;
+                request.namespace.filter(|ns| !ns.is_empty())?;
                 let namespace = request.namespace_object?;
                 let map = if *annotation { "annotations" } else { "labels" };
                 let found = namespace

@@ -226,3 +226,31 @@ fn list_elements_are_removed_by_key_glob_or_exclusion() {
     want["spec"]["containers"][0]["ports"] = json!([]);
     assert_eq!(out, want);
 }
+
+#[test]
+fn a_key_held_twice_is_removed_at_once() {
+    let object = json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {"containers": [{"name": "app", "env": [
+            {"name": "DEBUG", "value": "1"},
+            {"name": "KEEP", "value": "x"},
+            {"name": "DEBUG", "value": "2"},
+        ]}]},
+    });
+    let (out, mutation) = mutate(
+        &system(&assign(
+            "no-debug",
+            "spec.containers[name: *].env[name: DEBUG]",
+            REMOVE_HOST_PORTS,
+        )),
+        &object,
+        &Request::create(Some("default")),
+    )
+    .unwrap();
+    let mut want = object.clone();
+    want["spec"]["containers"][0]["env"] = json!([{"name": "KEEP", "value": "x"}]);
+    assert_eq!(out, want);
+    assert_eq!(mutation.passes, 2);
+}
