@@ -19,6 +19,7 @@ mod assign_image;
 mod assign_metadata;
 mod common;
 pub mod crd;
+mod expansion;
 mod loader;
 mod matching;
 mod modify_set;
@@ -35,9 +36,13 @@ pub use common::{
     AssignField, Condition, DataSource, ExternalData, FailurePolicy, FromMetadata, FromNamespace,
     MetadataField, PathTest,
 };
+pub use expansion::{
+    EXPANSION_GROUP, EXPANSION_VERSIONS, ExpansionTemplate, ExpansionTemplateSpec, GeneratedGvk,
+};
 pub use loader::{
-    Document, Input, LoadError, Loaded, LoadedMutator, Origin, Problem, is_mutator_document,
-    json_type, load_mutators, mutators_from_documents, parse_mutator, read_documents,
+    Document, Input, LoadError, Loaded, LoadedMutator, LoadedTemplate, Origin, Problem,
+    is_expansion_template_document, is_mutator_document, json_type, load_mutators,
+    mutators_from_documents, parse_expansion_template, parse_mutator, read_documents,
     read_documents_from_str, read_documents_with_stdin,
 };
 pub use matching::{

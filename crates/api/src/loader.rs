@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::expansion::{EXPANSION_GROUP, EXPANSION_VERSIONS, ExpansionTemplate};
 use crate::{
     API_VERSION, Assign, AssignImage, AssignMetadata, GATEKEEPER_GROUP, GROUP, ModifySet,
     MutatorKind, MutatorObject, VERSION,
@@ -135,6 +136,17 @@ pub enum Problem {
         extension: &'static str,
         /// The document's (Gatekeeper) `apiVersion`.
         api_version: String,
+    },
+    /// A document in the expansion group that is not an `ExpansionTemplate`
+    /// of a served version.
+    #[error(
+        "{kind} ({api_version}) is not an expansion template: expected ExpansionTemplate in {EXPANSION_GROUP}/v1alpha1 or v1beta1"
+    )]
+    NotATemplate {
+        /// The document's `apiVersion`.
+        api_version: String,
+        /// The document's `kind`.
+        kind: String,
     },
     /// Another document defines a mutator of the same kind and name.
     #[error(
@@ -497,6 +509,116 @@ pub fn mutators_from_documents(documents: &[Document], mut errors: Vec<LoadError
         }
     }
     Loaded { mutators, errors }
+}
+
+/// Whether a document is meant as an expansion template: its `apiVersion` is
+/// in Gatekeeper's expansion group.
+pub fn is_expansion_template_document(value: &Value) -> bool {
+    value
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .and_then(|v| v.split_once('/'))
+        .is_some_and(|(group, _)| group == EXPANSION_GROUP)
+}
+
+/// An expansion template as read: where, and what.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadedTemplate {
+    /// Where it was read.
+    pub origin: Origin,
+    /// The template.
+    pub template: ExpansionTemplate,
+}
+
+/// Interprets one document as Gatekeeper's `ExpansionTemplate`, checking
+/// what Gatekeeper checks when one is added: a name under 64 characters, a
+/// `templateSource`, a `generatedGVK`, an `applyTo` that does not include the
+/// kind it generates.
+///
+/// # Errors
+/// A [`LoadError`] naming the document, the template and the field at fault.
+pub fn parse_expansion_template(document: &Document) -> Result<LoadedTemplate, LoadError> {
+    let value = &document.value;
+    let name = value
+        .get("metadata")
+        .and_then(|m| m.get("name"))
+        .and_then(Value::as_str);
+    let subject = Some(match name {
+        Some(n) => format!("ExpansionTemplate {n}"),
+        None => "ExpansionTemplate".to_string(),
+    });
+    let fail = |problem: Problem| LoadError {
+        origin: document.origin.clone(),
+        subject: subject.clone(),
+        problem: Box::new(problem),
+    };
+    let invalid = |path: &str, message: &str| {
+        fail(Problem::Invalid {
+            path: path.to_string(),
+            message: message.to_string(),
+        })
+    };
+    let api_version = value
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let kind = value
+        .get("kind")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let version = api_version
+        .split_once('/')
+        .map(|(_, v)| v)
+        .unwrap_or_default();
+    if kind != "ExpansionTemplate" || !EXPANSION_VERSIONS.contains(&version) {
+        return Err(fail(Problem::NotATemplate {
+            api_version: api_version.to_string(),
+            kind: kind.to_string(),
+        }));
+    }
+    let mut value = value.clone();
+    if let Value::Object(map) = &mut value {
+        map.remove("status");
+        map.remove("apiVersion");
+        map.remove("kind");
+    }
+    let template: ExpansionTemplate = deserialize(&value).map_err(fail)?;
+    let name = template.metadata.name.as_deref().unwrap_or_default();
+    if name.is_empty() || name.len() >= 64 {
+        return Err(invalid(
+            "metadata.name",
+            "must be set and shorter than 64 characters",
+        ));
+    }
+    let spec = &template.spec;
+    if spec.template_source.is_empty() {
+        return Err(invalid("spec.templateSource", "must be set"));
+    }
+    let generated = &spec.generated_gvk;
+    if generated.version.is_empty() || generated.kind.is_empty() {
+        return Err(invalid(
+            "spec.generatedGVK",
+            "must name a version and a kind",
+        ));
+    }
+    if spec.apply_to.is_empty() {
+        return Err(invalid("spec.applyTo", "must name at least one kind"));
+    }
+    for (index, entry) in spec.apply_to.iter().enumerate() {
+        if entry.groups.contains(&generated.group)
+            && entry.versions.contains(&generated.version)
+            && entry.kinds.contains(&generated.kind)
+        {
+            return Err(invalid(
+                &format!("spec.applyTo[{index}]"),
+                "includes the kind the template generates (a template cannot expand its own output)",
+            ));
+        }
+    }
+    Ok(LoadedTemplate {
+        origin: document.origin.clone(),
+        template,
+    })
 }
 
 /// Whether a document is meant as a mutator: its `apiVersion` is in sartor's

@@ -4,10 +4,11 @@ use std::collections::HashMap;
 use std::fmt;
 
 use sartor_api::{
-    Document, Input, Loaded, Origin, is_mutator_document, load_mutators, mutators_from_documents,
-    read_documents,
+    Document, Input, LoadError, Loaded, LoadedTemplate, Origin, Problem,
+    is_expansion_template_document, is_mutator_document, load_mutators, mutators_from_documents,
+    parse_expansion_template, read_documents,
 };
-use sartor_engine::{Gvk, Mutator, System};
+use sartor_engine::{Expander, Gvk, Mutator, System, Template};
 use serde_json::{Value, json};
 
 /// One problem with the mutator set, for humans (Display) and CI (JSON).
@@ -66,6 +67,9 @@ pub struct Repository {
     pub findings: Vec<Finding>,
     /// How many mutator documents were found among the inputs.
     pub found: usize,
+    /// The expansion templates found (in `--mutators` or the inputs) that
+    /// are valid; the others are findings.
+    pub templates: Vec<LoadedTemplate>,
     /// The documents that are not mutators, in input order.
     pub others: Vec<Document>,
 }
@@ -76,20 +80,77 @@ pub struct Repository {
 /// mutators into one System; a kind and name defined in both is a duplicate.
 pub fn repository(explicit: &[String], inputs: &[Input]) -> Repository {
     let explicit: Vec<Input> = explicit.iter().map(|p| Input::from_arg(p)).collect();
-    let (mut documents, mut errors) = read_documents(&explicit);
+    let (explicit, mut errors) = read_documents(&explicit);
     let (read, read_errors) = read_documents(inputs);
     errors.extend(read_errors);
+    let is_template = |d: &Document| is_expansion_template_document(&d.value);
+    let (mut template_documents, mut documents): (Vec<Document>, Vec<Document>) =
+        explicit.into_iter().partition(is_template);
+    let (templates_read, read): (Vec<Document>, Vec<Document>) =
+        read.into_iter().partition(is_template);
+    template_documents.extend(templates_read);
     let (mutators, others): (Vec<Document>, Vec<Document>) = read
         .into_iter()
         .partition(|document| is_mutator_document(&document.value));
     let found = mutators.len();
     documents.extend(mutators);
+    let mut templates = Vec::new();
+    let mut names: HashMap<String, Origin> = HashMap::new();
+    for document in &template_documents {
+        match parse_expansion_template(document) {
+            Ok(loaded) => {
+                let name = loaded.template.metadata.name.clone().unwrap_or_default();
+                if let Some(first) = names.get(&name) {
+                    errors.push(LoadError {
+                        origin: loaded.origin.clone(),
+                        subject: Some(format!("ExpansionTemplate {name}")),
+                        problem: Box::new(Problem::Duplicate(first.clone())),
+                    });
+                } else {
+                    names.insert(name, loaded.origin.clone());
+                    templates.push(loaded);
+                }
+            }
+            Err(error) => errors.push(error),
+        }
+    }
     let (system, findings) = compile(mutators_from_documents(&documents, errors));
     Repository {
         system,
         findings,
         found,
+        templates,
         others,
+    }
+}
+
+impl Repository {
+    /// An expander of its templates, with the built-in ones unless
+    /// `builtins` is false; a cycle among them is a finding.
+    pub fn expander(&self, builtins: bool) -> Result<Expander, Finding> {
+        let templates: Vec<Template> = self
+            .templates
+            .iter()
+            .map(|t| Template::compile(&t.template))
+            .collect();
+        let expander = if builtins {
+            Expander::with_builtins(templates)
+        } else {
+            Expander::new(templates)
+        };
+        expander.map_err(|error| Finding {
+            category: "load",
+            origin: self.templates.first().map_or_else(
+                || Origin {
+                    file: "(built-in templates)".to_string(),
+                    document: None,
+                    item: None,
+                },
+                |t| t.origin.clone(),
+            ),
+            subject: None,
+            message: error.to_string(),
+        })
     }
 }
 

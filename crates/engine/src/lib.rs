@@ -17,6 +17,7 @@
 //! [`walk::Setter`]. Semantics are Gatekeeper's (`pkg/mutation`); the module
 //! docs say where sartor deliberately differs.
 
+pub mod expansion;
 pub mod image;
 pub mod labels;
 pub mod matching;
@@ -27,6 +28,7 @@ pub mod system;
 pub mod targets;
 pub mod walk;
 
+pub use expansion::{ExpandError, ExpandFailure, Expander, Generated, Template, TemplatesError};
 pub use mutator::{
     Applies, ApplyError, CompileError, Mutator, MutatorId, Operations, Problem, Terminal,
 };

@@ -81,6 +81,15 @@ impl Gvk {
         Gvk::new(group, version, kind)
     }
 
+    /// Its `apiVersion`: `group/version`, or `version` for the core group.
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.clone()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+
     /// Whether this is the core `Namespace` kind, which is its own namespace.
     pub fn is_namespace(&self) -> bool {
         self.group.is_empty() && self.kind == "Namespace"
