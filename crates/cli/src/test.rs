@@ -10,6 +10,10 @@
 //!   operation: CREATE                  # optional, CREATE by default
 //!   input: ../objects/pod.yaml         # a file, or an inline object
 //!   expected: expected/pod.yaml        # a file, or an inline object
+//! - name: a Deployment's Pod gets the defaults too
+//!   expand: true                       # optional: also what each input generates
+//!   input: ../objects/deployment.yaml
+//!   expected: expected/deployment-and-pod.yaml   # the Deployment, then its Pod
 //! - name: an unknown namespace is an error
 //!   input: {apiVersion: v1, kind: Pod, metadata: {name: x, namespace: other}}
 //!   expectedError: needs the labels of Namespace "other"   # part of the message
@@ -23,12 +27,12 @@ use std::time::Instant;
 use anyhow::Context as _;
 use clap::Args;
 use sartor_api::{Document, Input, read_documents};
-use sartor_engine::{Operation, System};
+use sartor_engine::{Expander, Operation, System};
 use serde::Deserialize;
 use serde_json::Value;
 
 use crate::load::namespace_name;
-use crate::mutate::{colour, mutate_one, yaml_diff};
+use crate::mutate::{colour, expand_one, mutate_one, yaml_diff};
 use crate::report::{CaseResult, SuiteResult};
 use crate::{Outcome, load, report};
 
@@ -86,6 +90,10 @@ struct Case {
     expected: Option<Objects>,
     #[serde(default)]
     expected_error: Option<String>,
+    /// Also produce what each input generates (its Pod, ...), right after
+    /// it, as `sartor mutate --expand` does; `expected` lists them too.
+    #[serde(default)]
+    expand: bool,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize)]
@@ -251,7 +259,20 @@ fn run_suite(file: &Path, run: Option<&str>) -> SuiteResult {
     };
     let dir = file.parent().unwrap_or(Path::new("."));
     let relative = |p: &String| dir.join(p).display().to_string();
-    let (system, findings) = load::system(&suite.mutators.iter().map(relative).collect::<Vec<_>>());
+    let inputs: Vec<Input> = suite
+        .mutators
+        .iter()
+        .map(|p| Input::Path(PathBuf::from(relative(p))))
+        .collect();
+    let repository = load::repository(&[], &inputs);
+    let expander = match repository.expander(true) {
+        Ok(expander) => expander,
+        Err(finding) => {
+            result.problems.push(finding.to_string());
+            return result;
+        }
+    };
+    let (system, findings) = (repository.system, repository.findings);
     let namespaces = match read(&suite.namespaces.iter().map(relative).collect::<Vec<_>>()) {
         Ok(documents) => documents
             .into_iter()
@@ -272,7 +293,7 @@ fn run_suite(file: &Path, run: Option<&str>) -> SuiteResult {
         .filter(|case| run.is_none_or(|pattern| case.name.contains(pattern)))
     {
         let started = Instant::now();
-        let failure = run_case(case, dir, &system, &namespaces).err();
+        let failure = run_case(case, dir, &system, &expander, &namespaces).err();
         result.cases.push(CaseResult {
             name: case.name.clone(),
             failure,
@@ -287,6 +308,7 @@ fn run_case(
     case: &Case,
     dir: &Path,
     system: &System,
+    expander: &Expander,
     namespaces: &HashMap<String, Value>,
 ) -> Result<(), String> {
     let inputs = objects(&case.input, dir)?;
@@ -303,8 +325,19 @@ fn run_case(
     let mut outputs = Vec::with_capacity(inputs.len());
     let mut failure = None;
     for input in &inputs {
-        match mutate_one(system, input, operation, &namespaces) {
-            Ok((object, _)) => outputs.push(object),
+        let mutated = mutate_one(system, input, operation, &namespaces).and_then(|(object, _)| {
+            let generated = if case.expand {
+                expand_one(expander, system, input, &object, operation, &namespaces)?
+            } else {
+                Vec::new()
+            };
+            Ok((object, generated))
+        });
+        match mutated {
+            Ok((object, generated)) => {
+                outputs.push(object);
+                outputs.extend(generated.into_iter().map(|g| g.object));
+            }
             Err(message) => {
                 failure = Some(message);
                 break;

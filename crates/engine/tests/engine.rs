@@ -12,6 +12,8 @@ mod apply;
 mod compile;
 #[path = "engine/exclusion.rs"]
 mod exclusion;
+#[path = "engine/expansion.rs"]
+mod expansion;
 #[path = "engine/matching.rs"]
 mod matching;
 #[path = "engine/namespace_values.rs"]
