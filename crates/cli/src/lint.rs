@@ -49,7 +49,7 @@ pub fn run(args: &LintArgs) -> anyhow::Result<Outcome> {
     let inputs: Vec<Input> = args.paths.iter().map(|p| Input::from_arg(p)).collect();
     let repository = load::repository(&args.mutators, &inputs);
     let (system, findings) = (&repository.system, &repository.findings);
-    let skipped = repository.others.len();
+    let skipped = repository.others.len() + repository.build_files;
     match args.output {
         LintFormat::Text => {
             for finding in findings {

@@ -72,6 +72,8 @@ pub struct Repository {
     pub templates: Vec<LoadedTemplate>,
     /// The documents that are not mutators, in input order.
     pub others: Vec<Document>,
+    /// How many kustomize files (`kustomization.yaml`) were left out.
+    pub build_files: usize,
 }
 
 /// Reads `explicit` (`--mutators`: every document must be a mutator) and
@@ -89,6 +91,11 @@ pub fn repository(explicit: &[String], inputs: &[Input]) -> Repository {
     let (templates_read, read): (Vec<Document>, Vec<Document>) =
         read.into_iter().partition(is_template);
     template_documents.extend(templates_read);
+    // Kustomize's own files (kustomization.yaml) build a repository; they
+    // are never objects of the cluster.
+    let (read, build_files): (Vec<Document>, Vec<Document>) = read
+        .into_iter()
+        .partition(|document| !is_kustomize_document(&document.value));
     let (mutators, others): (Vec<Document>, Vec<Document>) = read
         .into_iter()
         .partition(|document| is_mutator_document(&document.value));
@@ -121,7 +128,18 @@ pub fn repository(explicit: &[String], inputs: &[Input]) -> Repository {
         found,
         templates,
         others,
+        build_files: build_files.len(),
     }
+}
+
+/// Whether a document is kustomize configuration (`kustomize.config.k8s.io`:
+/// a Kustomization or a Component), not an object of the cluster.
+fn is_kustomize_document(value: &Value) -> bool {
+    value
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .and_then(|v| v.split_once('/'))
+        .is_some_and(|(group, _)| group == "kustomize.config.k8s.io")
 }
 
 impl Repository {

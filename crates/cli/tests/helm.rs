@@ -80,6 +80,10 @@ const TRIALS: &[Check<ControlPlane>] = &[
         Needs::Tools(release_name_and_namespace_reach_every_reference),
     ),
     (
+        "the_example_repository_previews_through_kustomize",
+        Needs::Tools(the_example_repository_previews_through_kustomize),
+    ),
+    (
         "helm_install_creates_the_install",
         Needs::Cluster(helm_install_creates_the_install),
     ),
@@ -358,6 +362,72 @@ fn pinned_rules_render_the_flag_and_need_no_grant(tools: &Tools) -> Result<(), S
             "rulesMode=static failed without naming it: {error}"
         )),
     }
+}
+
+/// The README's preview of the example repository: `kubectl kustomize` of
+/// its production overlay piped into `sartor mutate --expand` prints the
+/// Deployment (3 replicas), the Pod it creates mutated, and the Namespace;
+/// the mutators and the ExpansionTemplate are used, not printed.
+fn the_example_repository_previews_through_kustomize(tools: &Tools) -> Result<(), String> {
+    let built = tool(
+        tools,
+        "kubectl",
+        &["kustomize", "examples/repo/overlays/prod"],
+    )?;
+    let preview = run(
+        Command::new(env!("CARGO_BIN_EXE_sartor"))
+            .current_dir(repo())
+            .args(["mutate", "--expand"]),
+        Some(&built),
+    )?;
+    same(
+        "kubectl kustomize examples/repo/overlays/prod | sartor mutate --expand",
+        preview.as_str(),
+        "apiVersion: v1
+kind: Namespace
+metadata:
+  labels:
+    team: checkout
+  name: shop
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: cart
+  namespace: shop
+spec:
+  replicas: 3
+  selector:
+    matchLabels:
+      app: cart
+  template:
+    metadata:
+      labels:
+        app: cart
+    spec:
+      containers:
+      - image: shop/cart:1.4
+        name: app
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  labels:
+    app: cart
+    team: checkout
+  name: cart-pod
+  namespace: shop
+  ownerReferences:
+  - apiVersion: apps/v1
+    kind: Deployment
+    name: cart
+spec:
+  containers:
+  - image: shop/cart:1.4
+    imagePullPolicy: Always
+    name: app
+",
+    )
 }
 
 /// Another release name and namespace reach every name and reference, and
