@@ -145,9 +145,7 @@ pub fn run(args: &MutateArgs) -> anyhow::Result<Outcome> {
         OperationArg::Update => Operation::Update,
     };
     let mut outcome = Outcome::Ok;
-    let mut results = Vec::with_capacity(documents.len());
-    let mut explanation = String::new();
-    let mut diffs = String::new();
+    let mut printer = Printer::new(args);
     for document in &documents {
         match mutate_one(&system, document, operation, &namespaces) {
             Ok((object, mutation)) => {
@@ -155,10 +153,12 @@ pub fn run(args: &MutateArgs) -> anyhow::Result<Outcome> {
                     outcome = Outcome::Changed;
                 }
                 if args.explain {
+                    let mut explanation = String::new();
                     explain(&mut explanation, document, &object, &mutation);
+                    printer.text(&explanation)?;
                 }
                 if args.diff {
-                    diffs.push_str(&diff(document, &object)?);
+                    printer.text(&colour(&diff(document, &object)?))?;
                 }
                 let generated = match &expander {
                     Some(expander) => {
@@ -166,7 +166,7 @@ pub fn run(args: &MutateArgs) -> anyhow::Result<Outcome> {
                     }
                     None => Ok(Vec::new()),
                 };
-                results.push(object);
+                printer.object(object)?;
                 match generated {
                     Ok(generated) => {
                         for g in generated {
@@ -180,15 +180,17 @@ pub fn run(args: &MutateArgs) -> anyhow::Result<Outcome> {
                                 outcome = Outcome::Changed;
                             }
                             if args.explain {
+                                let mut explanation = String::new();
                                 explain_as(&mut explanation, &label, &g.outcome);
+                                printer.text(&explanation)?;
                             }
                             if args.diff {
-                                diffs.push_str(&yaml_diff(
+                                printer.text(&colour(&yaml_diff(
                                     (&label, &g.original),
                                     (&format!("{label} (mutated)"), &g.object),
-                                )?);
+                                )?))?;
                             }
-                            results.push(g.object);
+                            printer.object(g.object)?;
                         }
                     }
                     Err(message) => {
@@ -203,14 +205,79 @@ pub fn run(args: &MutateArgs) -> anyhow::Result<Outcome> {
             }
         }
     }
-    if args.explain {
-        print!("{explanation}");
-    } else if args.diff {
-        print!("{}", colour(&diffs));
-    } else {
-        print(&results, args.output)?;
-    }
+    printer.finish()?;
     Ok(outcome)
+}
+
+/// Where the results go, as they are ready: YAML objects, explanations and
+/// diffs are written at once (nothing is held, so memory does not grow with
+/// the output); JSON objects are held for the one `List` they print as.
+struct Printer {
+    /// What is printed: objects (in `format`), or the text of --explain/--diff.
+    objects: Option<Format>,
+    out: std::io::BufWriter<std::io::Stdout>,
+    /// YAML objects written so far (for the `---` between them).
+    written: usize,
+    /// JSON objects waiting for the end.
+    held: Vec<Value>,
+}
+
+impl Printer {
+    fn new(args: &MutateArgs) -> Printer {
+        Printer {
+            objects: (!args.explain && !args.diff).then_some(args.output),
+            out: std::io::BufWriter::new(std::io::stdout()),
+            written: 0,
+            held: Vec::new(),
+        }
+    }
+
+    /// A mutated (or generated) object.
+    fn object(&mut self, object: Value) -> anyhow::Result<()> {
+        use std::io::Write as _;
+        match self.objects {
+            None => Ok(()),
+            Some(Format::Json) => {
+                self.held.push(object);
+                Ok(())
+            }
+            Some(Format::Yaml) => {
+                if self.written > 0 {
+                    self.out.write_all(b"---\n").context("writing to stdout")?;
+                }
+                self.written += 1;
+                let text = serde_yaml::to_string(&object).context("printing YAML")?;
+                self.out
+                    .write_all(text.as_bytes())
+                    .context("writing to stdout")
+            }
+        }
+    }
+
+    /// Text of --explain or --diff.
+    fn text(&mut self, text: &str) -> anyhow::Result<()> {
+        use std::io::Write as _;
+        self.out
+            .write_all(text.as_bytes())
+            .context("writing to stdout")
+    }
+
+    /// Prints what was held and flushes.
+    fn finish(mut self) -> anyhow::Result<()> {
+        use std::io::Write as _;
+        if self.objects == Some(Format::Json) {
+            let value = match self.held.as_slice() {
+                [one] => one.clone(),
+                many => json!({"apiVersion": "v1", "kind": "List", "items": many}),
+            };
+            let mut text = serde_json::to_string_pretty(&value).context("printing JSON")?;
+            text.push('\n');
+            self.out
+                .write_all(text.as_bytes())
+                .context("writing to stdout")?;
+        }
+        self.out.flush().context("writing to stdout")
+    }
 }
 
 pub(crate) fn mutate_one(
@@ -366,33 +433,4 @@ pub(crate) fn colour(diff: &str) -> String {
             format!("\x1b[{code}m{line}\x1b[0m\n")
         })
         .collect()
-}
-
-fn print(results: &[Value], format: Format) -> anyhow::Result<()> {
-    let text = match format {
-        Format::Json => {
-            let value = match results {
-                [one] => one.clone(),
-                many => json!({"apiVersion": "v1", "kind": "List", "items": many}),
-            };
-            let mut text = serde_json::to_string_pretty(&value).context("printing JSON")?;
-            text.push('\n');
-            text
-        }
-        Format::Yaml => {
-            let mut text = String::new();
-            for (i, result) in results.iter().enumerate() {
-                if i > 0 {
-                    text.push_str("---\n");
-                }
-                text.push_str(&serde_yaml::to_string(result).context("printing YAML")?);
-            }
-            text
-        }
-    };
-    use std::io::Write as _;
-    std::io::stdout()
-        .lock()
-        .write_all(text.as_bytes())
-        .context("writing to stdout")
 }

@@ -858,6 +858,10 @@ fn the_example_repository_lints_clean() {
     let (code, stdout, stderr) = sartor(&repo_root(), &["lint", "examples/repo"], "");
     assert_eq!(
         (code, stdout.as_str(), stderr.as_str()),
-        (0, "", "2 mutators, no problems (5 other documents skipped)\n")
+        (
+            0,
+            "",
+            "2 mutators, no problems (5 other documents skipped)\n"
+        )
     );
 }
