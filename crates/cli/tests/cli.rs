@@ -865,3 +865,34 @@ fn the_example_repository_lints_clean() {
         )
     );
 }
+
+#[test]
+fn a_cronjob_expands_twice() {
+    let cronjob = "apiVersion: batch/v1
+kind: CronJob
+metadata: {name: nightly, namespace: shop}
+spec:
+  schedule: '0 3 * * *'
+  jobTemplate:
+    spec:
+      template:
+        spec:
+          restartPolicy: Never
+          containers: [{name: run, image: report:1}]
+";
+    let dir = scratch("cronjob", &[("pull.yaml", PULL), ("cronjob.yaml", cronjob)]);
+    let (code, stdout, stderr) = sartor(
+        &dir,
+        &["mutate", "--expand", "pull.yaml", "cronjob.yaml"],
+        "",
+    );
+    assert_eq!((code, stderr.as_str()), (0, ""));
+    assert_eq!(
+        stdout,
+        "apiVersion: batch/v1\nkind: CronJob\nmetadata:\n  name: nightly\n  namespace: shop\nspec:\n  jobTemplate:\n    spec:\n      template:\n        spec:\n          containers:\n          - image: report:1\n            name: run\n          restartPolicy: Never\n  schedule: 0 3 * * *\n\
+         ---\n\
+         apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: nightly-job\n  namespace: shop\n  ownerReferences:\n  - apiVersion: batch/v1\n    kind: CronJob\n    name: nightly\nspec:\n  template:\n    spec:\n      containers:\n      - image: report:1\n        name: run\n      restartPolicy: Never\n\
+         ---\n\
+         apiVersion: v1\nkind: Pod\nmetadata:\n  name: nightly-job-pod\n  namespace: shop\n  ownerReferences:\n  - apiVersion: batch/v1\n    kind: Job\n    name: nightly-job\nspec:\n  containers:\n  - image: report:1\n    imagePullPolicy: Always\n    name: run\n  restartPolicy: Never\n"
+    );
+}
