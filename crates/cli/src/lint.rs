@@ -15,9 +15,10 @@ use crate::{Outcome, load};
 /// otherwise.
 ///
 /// PATHs are repositories: the documents whose apiVersion is in a mutation
-/// group (`mutations.sartor.dev`, `mutations.gatekeeper.sh`) are checked,
-/// every other document is skipped (and counted). Under --mutators every
-/// document must be a mutator.
+/// group (`mutations.sartor.dev`, `mutations.gatekeeper.sh`) are checked, and
+/// so are ExpansionTemplates (each valid, none generating another's kinds in
+/// a cycle); every other document is skipped (and counted). Under --mutators
+/// every document must be a mutator or an ExpansionTemplate.
 #[derive(Debug, Args)]
 #[command(group = clap::ArgGroup::new("sources").required(true).multiple(true).args(["mutators", "paths"]))]
 pub struct LintArgs {
@@ -49,7 +50,7 @@ pub fn run(args: &LintArgs) -> anyhow::Result<Outcome> {
     let inputs: Vec<Input> = args.paths.iter().map(|p| Input::from_arg(p)).collect();
     let repository = load::repository(&args.mutators, &inputs);
     let (system, findings) = (&repository.system, &repository.findings);
-    let skipped = repository.others.len() + repository.build_files;
+    let skipped = repository.others.len() + repository.skipped;
     match args.output {
         LintFormat::Text => {
             for finding in findings {

@@ -1,6 +1,6 @@
 //! Reading mutators into a System, collecting every problem as a finding.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 use sartor_api::{
@@ -8,7 +8,7 @@ use sartor_api::{
     is_expansion_template_document, is_mutator_document, load_mutators, mutators_from_documents,
     parse_expansion_template, read_documents,
 };
-use sartor_engine::{Expander, Gvk, Mutator, System, Template};
+use sartor_engine::{Expander, Gvk, Mutator, System, Template, TemplatesError};
 use serde_json::{Value, json};
 
 /// One problem with the mutator set, for humans (Display) and CI (JSON).
@@ -72,30 +72,39 @@ pub struct Repository {
     pub templates: Vec<LoadedTemplate>,
     /// The documents that are not mutators, in input order.
     pub others: Vec<Document>,
-    /// How many kustomize files (`kustomization.yaml`) were left out.
-    pub build_files: usize,
+    /// How many documents were left out: kustomize's files, and documents
+    /// that are not Kubernetes objects.
+    pub skipped: usize,
 }
 
-/// Reads `explicit` (`--mutators`: every document must be a mutator) and
-/// `inputs` (a repository: documents whose apiVersion is a mutation group
-/// are mutators, the rest are returned as others), and compiles all the
-/// mutators into one System; a kind and name defined in both is a duplicate.
+/// Reads `explicit` (`--mutators`: every document must be a mutator or an
+/// ExpansionTemplate) and `inputs` (a repository: documents whose apiVersion
+/// is a mutation group are mutators, `expansion.gatekeeper.sh` ones
+/// ExpansionTemplates, the other Kubernetes objects are returned as others),
+/// and compiles all the mutators into one System; a kind and name defined in
+/// two places is a duplicate. In both, kustomize's files and documents that
+/// are not Kubernetes objects (no string `apiVersion` and `kind`: a
+/// `values.yaml`, a `renovate.json`) are skipped, and a file given twice (a
+/// directory and a file in it) is read once.
 pub fn repository(explicit: &[String], inputs: &[Input]) -> Repository {
     let explicit: Vec<Input> = explicit.iter().map(|p| Input::from_arg(p)).collect();
     let (explicit, mut errors) = read_documents(&explicit);
     let (read, read_errors) = read_documents(inputs);
     errors.extend(read_errors);
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut once = |d: &Document| seen.insert(d.origin.to_string());
+    let explicit: Vec<Document> = explicit.into_iter().filter(|d| once(d)).collect();
+    let read: Vec<Document> = read.into_iter().filter(|d| once(d)).collect();
+    let skip = |d: &Document| is_kustomize_document(&d.value) || !is_kubernetes_object(&d.value);
+    let (skipped_explicit, explicit): (Vec<Document>, Vec<Document>) =
+        explicit.into_iter().partition(skip);
+    let (skipped, read): (Vec<Document>, Vec<Document>) = read.into_iter().partition(skip);
     let is_template = |d: &Document| is_expansion_template_document(&d.value);
     let (mut template_documents, mut documents): (Vec<Document>, Vec<Document>) =
         explicit.into_iter().partition(is_template);
     let (templates_read, read): (Vec<Document>, Vec<Document>) =
         read.into_iter().partition(is_template);
     template_documents.extend(templates_read);
-    // Kustomize's own files (kustomization.yaml) build a repository; they
-    // are never objects of the cluster.
-    let (read, build_files): (Vec<Document>, Vec<Document>) = read
-        .into_iter()
-        .partition(|document| !is_kustomize_document(&document.value));
     let (mutators, others): (Vec<Document>, Vec<Document>) = read
         .into_iter()
         .partition(|document| is_mutator_document(&document.value));
@@ -121,15 +130,29 @@ pub fn repository(explicit: &[String], inputs: &[Input]) -> Repository {
             Err(error) => errors.push(error),
         }
     }
-    let (system, findings) = compile(mutators_from_documents(&documents, errors));
-    Repository {
+    let (system, mut findings) = compile(mutators_from_documents(&documents, errors));
+    let mut repository = Repository {
         system,
-        findings,
+        findings: Vec::new(),
         found,
         templates,
         others,
-        build_files: build_files.len(),
+        skipped: skipped.len() + skipped_explicit.len(),
+    };
+    // Templates that generate each other are refused, with or without
+    // --expand, built-ins included (yours may cycle through them).
+    if let Err(finding) = repository.expander(true) {
+        findings.push(finding);
     }
+    repository.findings = findings;
+    repository
+}
+
+/// Whether a document is a Kubernetes object: an object with a string
+/// `apiVersion` and `kind`.
+fn is_kubernetes_object(value: &Value) -> bool {
+    value.get("apiVersion").is_some_and(Value::is_string)
+        && value.get("kind").is_some_and(Value::is_string)
 }
 
 /// Whether a document is kustomize configuration (`kustomize.config.k8s.io`:
@@ -158,14 +181,22 @@ impl Repository {
         };
         expander.map_err(|error| Finding {
             category: "load",
-            origin: self.templates.first().map_or_else(
-                || Origin {
-                    file: "(built-in templates)".to_string(),
-                    document: None,
-                    item: None,
-                },
-                |t| t.origin.clone(),
-            ),
+            origin: self
+                .templates
+                .iter()
+                .find(|t| match &error {
+                    TemplatesError::Cycle(names) => names
+                        .iter()
+                        .any(|n| Some(n) == t.template.metadata.name.as_ref()),
+                })
+                .map_or_else(
+                    || Origin {
+                        file: "(built-in templates)".to_string(),
+                        document: None,
+                        item: None,
+                    },
+                    |t| t.origin.clone(),
+                ),
             subject: None,
             message: error.to_string(),
         })

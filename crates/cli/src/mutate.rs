@@ -26,13 +26,16 @@ use crate::load::{self, namespace_name};
 /// The inputs may be a whole repository (or the output of `kustomize build`
 /// or `helm template`): a document whose apiVersion is in a mutation group
 /// (`mutations.sartor.dev`, `mutations.gatekeeper.sh`) is a mutator, used
-/// and not printed; every other document is an object. Namespaces among the
-/// inputs serve namespaceSelectors and are objects too.
+/// and not printed; an `expansion.gatekeeper.sh` ExpansionTemplate is used
+/// by --expand and not printed; kustomize's files and documents that are not
+/// Kubernetes objects are skipped; every other document is an object.
+/// Namespaces among the inputs serve namespaceSelectors and are objects too.
 #[derive(Debug, Args)]
 pub struct MutateArgs {
     /// A mutator file or directory (sartor's or Gatekeeper's apiVersions),
-    /// in which every document must be a mutator; repeat the flag for more.
-    /// Optional when the inputs hold the mutators.
+    /// in which every document must be a mutator or an ExpansionTemplate
+    /// (kustomize's files are skipped); repeat the flag for more. Optional
+    /// when the inputs hold the mutators.
     #[arg(long = "mutators", short = 'm', value_name = "PATH", action = clap::ArgAction::Append)]
     mutators: Vec<String>,
     /// A file or directory of Namespace objects, for namespaceSelector;
@@ -66,7 +69,8 @@ pub struct MutateArgs {
     no_builtin_templates: bool,
     /// Exit 1 when any object would change (like `git diff --exit-code`), so
     /// CI can fail a repository whose objects are not already mutated; 0 when
-    /// every object is unchanged.
+    /// every object is unchanged. Generated objects (--expand) are not in the
+    /// repository and do not count.
     #[arg(long)]
     exit_code: bool,
     /// Objects to mutate: files, directories, or `-` for stdin.
@@ -146,7 +150,20 @@ pub fn run(args: &MutateArgs) -> anyhow::Result<Outcome> {
     };
     let mut outcome = Outcome::Ok;
     let mut printer = Printer::new(args);
+    let mut identities: HashMap<String, String> = HashMap::new();
     for document in &documents {
+        // One object twice is usually a kustomize patch read as a file.
+        let identity = describe(&document.value);
+        match identities.get(&identity) {
+            Some(first) => eprintln!(
+                "warning: {}: {identity} is also at {first} (a kustomize patch? preview the \
+                 built overlay: kustomize build DIR | sartor mutate)",
+                document.origin
+            ),
+            None => {
+                identities.insert(identity, document.origin.to_string());
+            }
+        }
         match mutate_one(&system, document, operation, &namespaces) {
             Ok((object, mutation)) => {
                 if args.exit_code && object != document.value && outcome == Outcome::Ok {
@@ -176,9 +193,6 @@ pub fn run(args: &MutateArgs) -> anyhow::Result<Outcome> {
                                 describe(&g.object),
                                 g.template
                             );
-                            if args.exit_code && g.object != g.original && outcome == Outcome::Ok {
-                                outcome = Outcome::Changed;
-                            }
                             if args.explain {
                                 let mut explanation = String::new();
                                 explain_as(&mut explanation, &label, &g.outcome);

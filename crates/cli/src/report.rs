@@ -45,7 +45,7 @@ pub fn junit(results: &[SuiteResult]) -> String {
         "<testsuites name=\"sartor test\" tests=\"{tests}\" failures=\"{failed}\" errors=\"{errors}\" time=\"{time:.6}\">"
     );
     for result in results {
-        let file = escape(&result.file);
+        let file = escape_attribute(&result.file);
         let problems = !result.problems.is_empty();
         let _ = writeln!(
             xml,
@@ -60,12 +60,12 @@ pub fn junit(results: &[SuiteResult]) -> String {
             let _ = writeln!(
                 xml,
                 "    <testcase name=\"(suite)\" classname=\"{file}\" time=\"0\">\n      <error message=\"{}\" type=\"invalid suite\">{}</error>\n    </testcase>",
-                escape(first_line(&message)),
+                escape_attribute(first_line(&message)),
                 escape(&message),
             );
         }
         for case in &result.cases {
-            let name = escape(&case.name);
+            let name = escape_attribute(&case.name);
             match &case.failure {
                 None => {
                     let _ = writeln!(
@@ -79,7 +79,7 @@ pub fn junit(results: &[SuiteResult]) -> String {
                         xml,
                         "    <testcase name=\"{name}\" classname=\"{file}\" time=\"{:.6}\">\n      <failure message=\"{}\" type=\"mismatch\">{}</failure>\n    </testcase>",
                         case.seconds,
-                        escape(first_line(report)),
+                        escape_attribute(first_line(report)),
                         escape(report),
                     );
                 }
@@ -133,10 +133,22 @@ fn first_line(text: &str) -> &str {
     text.lines().next().unwrap_or_default()
 }
 
-/// `text` for an XML attribute or element: the five special characters
-/// escaped, and the characters XML 1.0 cannot hold at all (controls other
-/// than tab, newline and carriage return, such as a colour escape) dropped.
+/// `text` for XML element content: the five special characters escaped, and
+/// the characters XML 1.0 cannot hold at all dropped (controls other than
+/// tab, newline and carriage return, such as a colour escape; U+FFFE and
+/// U+FFFF).
 fn escape(text: &str) -> String {
+    escape_as(text, false)
+}
+
+/// `text` for an XML attribute: as [`escape`], with tab, newline and
+/// carriage return as character references (a parser would turn them into
+/// spaces).
+fn escape_attribute(text: &str) -> String {
+    escape_as(text, true)
+}
+
+fn escape_as(text: &str, attribute: bool) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
@@ -145,7 +157,11 @@ fn escape(text: &str) -> String {
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&apos;"),
+            '\t' if attribute => out.push_str("&#9;"),
+            '\n' if attribute => out.push_str("&#10;"),
+            '\r' if attribute => out.push_str("&#13;"),
             '\t' | '\n' | '\r' => out.push(c),
+            '\u{fffe}' | '\u{ffff}' => {}
             c if c.is_control() => {}
             c => out.push(c),
         }
@@ -164,7 +180,7 @@ mod tests {
                 problems: vec![],
                 cases: vec![
                     CaseResult {
-                        name: "pods <pull> & \"mirror\"".into(),
+                        name: "pods <pull> & \"mirror\"\tx\u{ffff}".into(),
                         failure: None,
                         seconds: 0.25,
                     },
@@ -192,7 +208,7 @@ mod tests {
             r#"<?xml version="1.0" encoding="UTF-8"?>
 <testsuites name="sartor test" tests="3" failures="1" errors="1" time="0.750000">
   <testsuite name="t/a.sartor-test.yaml" tests="2" failures="1" errors="0" skipped="0" time="0.750000">
-    <testcase name="pods &lt;pull&gt; &amp; &quot;mirror&quot;" classname="t/a.sartor-test.yaml" time="0.250000"/>
+    <testcase name="pods &lt;pull&gt; &amp; &quot;mirror&quot;&#9;x" classname="t/a.sartor-test.yaml" time="0.250000"/>
     <testcase name="labels" classname="t/a.sartor-test.yaml" time="0.500000">
       <failure message="--- expected #1" type="mismatch">--- expected #1
 +++ got #1
@@ -221,7 +237,7 @@ mod tests {
                 "invalidSuites": 1,
                 "suites": [
                     {"file": "t/a.sartor-test.yaml", "problems": [], "cases": [
-                        {"name": "pods <pull> & \"mirror\"", "outcome": "passed", "failure": null, "seconds": 0.25},
+                        {"name": "pods <pull> & \"mirror\"\tx\u{ffff}", "outcome": "passed", "failure": null, "seconds": 0.25},
                         {"name": "labels", "outcome": "failed", "failure": "--- expected #1\n+++ got #1\n-  a: 1\n+  a: 2\n", "seconds": 0.5},
                     ]},
                     {"file": "t/b.sartor-test.yaml", "problems": ["invalid suite: cases: missing field `cases` at line 1 column 1\u{1b}"], "cases": []},

@@ -896,3 +896,61 @@ spec:
          apiVersion: v1\nkind: Pod\nmetadata:\n  name: nightly-job-pod\n  namespace: shop\n  ownerReferences:\n  - apiVersion: batch/v1\n    kind: Job\n    name: nightly-job\nspec:\n  containers:\n  - image: report:1\n    imagePullPolicy: Always\n    name: run\n  restartPolicy: Never\n"
     );
 }
+
+#[test]
+fn a_repository_skips_what_is_not_an_object_and_says_what_is_doubtful() {
+    let kustomization = "resources: [pod.yaml]\n";
+    let template = |name: &str, from: &str, to: &str| {
+        format!(
+            "apiVersion: expansion.gatekeeper.sh/v1alpha1\nkind: ExpansionTemplate\nmetadata: {{name: {name}}}\n\
+             spec:\n  applyTo: [{{groups: [x.io], versions: [v1], kinds: [{from}]}}]\n  templateSource: spec.t\n  \
+             generatedGVK: {{group: x.io, version: v1, kind: {to}}}\n"
+        )
+    };
+    let dir = scratch(
+        "skips",
+        &[
+            ("policy/pull.yaml", PULL),
+            ("policy/kustomization.yaml", kustomization),
+            ("app/pod.yaml", POD),
+            ("app/values.yaml", "replicas: 3\n"),
+            ("app/renovate.json", "{\"extends\": [\"config:base\"]}"),
+            (
+                "app/patch.yaml",
+                "apiVersion: v1\nkind: Pod\nmetadata: {name: web, namespace: shop}\n",
+            ),
+        ],
+    );
+    // `-m` on a directory kustomize builds; the app dir given twice over.
+    let (code, stdout, stderr) =
+        sartor(&dir, &["mutate", "-m", "policy", "app", "app/pod.yaml"], "");
+    assert_eq!(code, 0);
+    assert_eq!(stdout.matches("kind: Pod").count(), 2, "{stdout}");
+    assert_eq!(
+        stderr,
+        "warning: app/pod.yaml: document 1: v1 Pod shop/web is also at app/patch.yaml: document 1 (a kustomize patch? preview the built overlay: kustomize build DIR | sartor mutate)\n"
+    );
+    let (code, _, stderr) = sartor(&dir, &["lint", "policy", "app"], "");
+    assert_eq!(
+        (code, stderr.as_str()),
+        (0, "1 mutators, no problems (5 other documents skipped)\n")
+    );
+    // Templates that generate each other: lint refuses them, naming one.
+    std::fs::write(
+        dir.join("policy/templates.yaml"),
+        format!(
+            "{}---\n{}",
+            template("a", "A", "B"),
+            template("b", "B", "A")
+        ),
+    )
+    .unwrap();
+    let (code, _, stderr) = sartor(&dir, &["lint", "policy"], "");
+    assert_eq!(
+        (code, stderr.as_str()),
+        (
+            2,
+            "error: policy/templates.yaml: document 1: expansion templates a, b form a cycle: each generates a kind another expands\n"
+        )
+    );
+}

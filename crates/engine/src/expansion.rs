@@ -7,7 +7,7 @@
 //! `generatedGVK`, the parent's namespace, the name `PARENT-KIND` in lower
 //! case, and an owner reference to the parent (apiVersion, kind, name; no
 //! uid). Generated resources are expanded again (a CronJob's Job generates
-//! its Pod), up to [`MAX_DEPTH`] levels. Templates whose kinds form a cycle
+//! its Pod), up to `MAX_DEPTH - 1` levels. Templates whose kinds form a cycle
 //! are refused.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -17,7 +17,8 @@ use serde_json::{Map, Value, json};
 
 use crate::request::Gvk;
 
-/// How deep generated resources are expanded again (Gatekeeper's limit).
+/// Gatekeeper's recursion limit: an object this many generations below the
+/// one expanded is an error, so at most `MAX_DEPTH - 1` levels are generated.
 pub const MAX_DEPTH: usize = 30;
 
 /// A compiled expansion template.
@@ -83,7 +84,7 @@ pub enum ExpandError {
         field: String,
     },
     /// Generated resources kept generating more.
-    #[error("expansion of {object} is deeper than {MAX_DEPTH} levels")]
+    #[error("expansion of {object} reaches {MAX_DEPTH} levels")]
     TooDeep {
         /// The object at the top.
         object: String,
@@ -128,10 +129,11 @@ impl Template {
         }
     }
 
-    /// The templates sartor applies unless told not to, equivalent to those
-    /// Gatekeeper's documentation installs: the workload kinds with a Pod
-    /// template generate a Pod (`spec.template`), a CronJob its Job
-    /// (`spec.jobTemplate`).
+    /// The templates sartor applies unless told not to: the workload kinds
+    /// with a Pod template generate a Pod (`spec.template`, as Gatekeeper's
+    /// documented `expand-deployments`), and a CronJob its Job
+    /// (`spec.jobTemplate`, as Gatekeeper's own CronJob test template; its
+    /// documentation has none).
     pub fn builtin() -> Vec<Template> {
         let gvks = |list: &[(&str, &str, &str)]| {
             list.iter()
@@ -224,7 +226,7 @@ impl Expander {
         mutate: &mut dyn FnMut(&mut Value) -> Result<M, E>,
     ) -> Result<Vec<Generated<M>>, ExpandFailure<E>> {
         let mut out = Vec::new();
-        self.expand_into(parent, namespace, 1, parent, mutate, &mut out)?;
+        self.expand_into(parent, namespace, 0, parent, mutate, &mut out)?;
         Ok(out)
     }
 
@@ -237,20 +239,19 @@ impl Expander {
         mutate: &mut dyn FnMut(&mut Value) -> Result<M, E>,
         out: &mut Vec<Generated<M>>,
     ) -> Result<(), ExpandFailure<E>> {
+        // As Gatekeeper: an object at depth 30 is an error before its
+        // templates are looked at, so 29 generated levels at most.
+        if depth >= MAX_DEPTH {
+            return Err(ExpandFailure::Expand(ExpandError::TooDeep {
+                object: describe(top),
+            }));
+        }
         let gvk = Gvk::of(parent);
         let templates: Vec<&Template> = self
             .templates
             .iter()
             .filter(|t| t.kinds.contains(&gvk))
             .collect();
-        if templates.is_empty() {
-            return Ok(());
-        }
-        if depth > MAX_DEPTH {
-            return Err(ExpandFailure::Expand(ExpandError::TooDeep {
-                object: describe(top),
-            }));
-        }
         for template in templates {
             let original = generate(template, parent, namespace).map_err(ExpandFailure::Expand)?;
             let mut object = original.clone();
@@ -258,7 +259,7 @@ impl Expander {
             let index = out.len();
             out.push(Generated {
                 template: template.name.clone(),
-                depth,
+                depth: depth + 1,
                 original,
                 object,
                 outcome,

@@ -200,10 +200,9 @@ fn templates_that_generate_each_other_are_refused() {
     );
 }
 
-#[test]
-fn a_chain_deeper_than_thirty_levels_stops_with_an_error() {
-    // K0 generates K1 from spec.next, K1 generates K2, ... K31.
-    let templates: Vec<Template> = (0..32)
+/// A chain of `n` templates: K0 generates K1 from spec.next, ..., K(n-1) Kn.
+fn chain(n: usize) -> Expander {
+    let templates: Vec<Template> = (0..n)
         .map(|i| {
             template(
                 &format!("t{i:02}"),
@@ -213,18 +212,24 @@ fn a_chain_deeper_than_thirty_levels_stops_with_an_error() {
             )
         })
         .collect();
-    let expander = Expander::new(templates).unwrap();
+    Expander::new(templates).unwrap()
+}
+
+#[test]
+fn twenty_nine_generated_levels_are_the_most_as_in_gatekeeper() {
     let mut next = json!({});
     for _ in 0..40 {
         next = json!({"spec": {"next": next}});
     }
     let parent = json!({"apiVersion": "x.io/v1", "kind": "K0", "metadata": {"name": "top"}, "spec": {"next": next}});
-    match expander.expand(&parent, None, &mut |_: &mut Value| Ok::<(), ()>(())) {
+    let generated = chain(29)
+        .expand(&parent, None, &mut |_: &mut Value| Ok::<(), ()>(()))
+        .unwrap();
+    assert_eq!(generated.len(), 29);
+    assert_eq!(generated.last().map(|g| g.depth), Some(29));
+    match chain(30).expand(&parent, None, &mut |_: &mut Value| Ok::<(), ()>(())) {
         Err(ExpandFailure::Expand(error)) => {
-            assert_eq!(
-                error.to_string(),
-                "expansion of K0 top is deeper than 30 levels"
-            );
+            assert_eq!(error.to_string(), "expansion of K0 top reaches 30 levels");
         }
         other => panic!("{other:?}"),
     }
