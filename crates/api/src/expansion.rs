@@ -5,7 +5,7 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::{Deserialize, Serialize};
 
-use crate::matching::ApplyTo;
+use crate::matching::{ApplyTo, GroupVersionKind};
 
 /// Gatekeeper's expansion API group.
 pub const EXPANSION_GROUP: &str = "expansion.gatekeeper.sh";
@@ -38,24 +38,9 @@ pub struct ExpansionTemplateSpec {
     pub template_source: String,
     /// The group, version and kind of the generated resource.
     #[serde(default, rename = "generatedGVK")]
-    pub generated_gvk: GeneratedGvk,
+    pub generated_gvk: GroupVersionKind,
     /// What Gatekeeper does with validation results on the generated
     /// resource; mutation does not read it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub enforcement_action: Option<String>,
-}
-
-/// `spec.generatedGVK`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct GeneratedGvk {
-    /// The API group; `""` for the core group.
-    #[serde(default)]
-    pub group: String,
-    /// The version.
-    #[serde(default)]
-    pub version: String,
-    /// The kind.
-    #[serde(default)]
-    pub kind: String,
 }

@@ -37,17 +37,17 @@ pub use common::{
     MetadataField, PathTest,
 };
 pub use expansion::{
-    EXPANSION_GROUP, EXPANSION_VERSIONS, ExpansionTemplate, ExpansionTemplateSpec, GeneratedGvk,
+    EXPANSION_GROUP, EXPANSION_VERSIONS, ExpansionTemplate, ExpansionTemplateSpec,
 };
 pub use loader::{
-    Document, Input, LoadError, Loaded, LoadedMutator, LoadedTemplate, Origin, Problem,
+    Document, Input, LoadError, Loaded, LoadedMutator, LoadedTemplate, Origin, Problem, api_group,
     is_expansion_template_document, is_mutator_document, json_type, load_mutators,
     mutators_from_documents, parse_expansion_template, parse_mutator, read_documents,
     read_documents_from_str, read_documents_with_stdin,
 };
 pub use matching::{
-    ApplyTo, InvalidWildcard, Kinds, LabelSelector, LabelSelectorRequirement, Match, Operation,
-    Scope, SelectorOperator, Source, WILDCARD_PATTERN, Wildcard,
+    ApplyTo, GroupVersionKind, InvalidWildcard, Kinds, LabelSelector, LabelSelectorRequirement,
+    Match, Operation, Scope, SelectorOperator, Source, WILDCARD_PATTERN, Wildcard,
 };
 pub use modify_set::{ModifySet, ModifySetParameters, ModifySetSpec, SetOperation, Values};
 pub use status::{MutatorError, MutatorPodStatus, MutatorStatus};

@@ -514,11 +514,17 @@ pub fn mutators_from_documents(documents: &[Document], mut errors: Vec<LoadError
 /// Whether a document is meant as an expansion template: its `apiVersion` is
 /// in Gatekeeper's expansion group.
 pub fn is_expansion_template_document(value: &Value) -> bool {
+    api_group(value) == Some(EXPANSION_GROUP)
+}
+
+/// The API group of a document's `apiVersion` (`None` for the core group and
+/// for a document without one).
+pub fn api_group(value: &Value) -> Option<&str> {
     value
         .get("apiVersion")
         .and_then(Value::as_str)
         .and_then(|v| v.split_once('/'))
-        .is_some_and(|(group, _)| group == EXPANSION_GROUP)
+        .map(|(group, _)| group)
 }
 
 /// An expansion template as read: where, and what.
@@ -625,11 +631,7 @@ pub fn parse_expansion_template(document: &Document) -> Result<LoadedTemplate, L
 /// or Gatekeeper's mutation group. Such a document that is not a valid
 /// mutator is an error, never an object (repository mode).
 pub fn is_mutator_document(value: &Value) -> bool {
-    value
-        .get("apiVersion")
-        .and_then(Value::as_str)
-        .and_then(|v| v.split_once('/'))
-        .is_some_and(|(group, _)| group == GROUP || group == GATEKEEPER_GROUP)
+    api_group(value).is_some_and(|group| group == GROUP || group == GATEKEEPER_GROUP)
 }
 
 /// Interprets one document as a mutator of sartor's or Gatekeeper's API.

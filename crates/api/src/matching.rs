@@ -343,3 +343,18 @@ mod tests {
         );
     }
 }
+
+/// A group, version and kind as Kubernetes' JSON spells one (an admission
+/// request's `kind`, an ExpansionTemplate's `generatedGVK`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GroupVersionKind {
+    /// The API group; `""` for the core group.
+    #[serde(default)]
+    pub group: String,
+    /// The version, such as `v1`.
+    #[serde(default)]
+    pub version: String,
+    /// The kind, such as `Pod`.
+    #[serde(default)]
+    pub kind: String,
+}

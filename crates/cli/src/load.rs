@@ -4,7 +4,7 @@ use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 use sartor_api::{
-    Document, Input, LoadError, Loaded, LoadedTemplate, Origin, Problem,
+    Document, Input, LoadError, Loaded, LoadedTemplate, Origin, Problem, api_group,
     is_expansion_template_document, is_mutator_document, load_mutators, mutators_from_documents,
     parse_expansion_template, read_documents,
 };
@@ -158,11 +158,7 @@ fn is_kubernetes_object(value: &Value) -> bool {
 /// Whether a document is kustomize configuration (`kustomize.config.k8s.io`:
 /// a Kustomization or a Component), not an object of the cluster.
 fn is_kustomize_document(value: &Value) -> bool {
-    value
-        .get("apiVersion")
-        .and_then(Value::as_str)
-        .and_then(|v| v.split_once('/'))
-        .is_some_and(|(group, _)| group == "kustomize.config.k8s.io")
+    api_group(value) == Some("kustomize.config.k8s.io")
 }
 
 impl Repository {

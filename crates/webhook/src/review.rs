@@ -5,6 +5,7 @@
 //! `DynamicObject`), and the response echoes the version the API server
 //! asked in, which kube-core's `into_review` does not (it always answers v1).
 
+pub use sartor_api::GroupVersionKind;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -55,20 +56,6 @@ pub struct AdmissionRequest {
     /// Whether the request has no side effects beyond admission.
     #[serde(default)]
     pub dry_run: Option<bool>,
-}
-
-/// An object kind as the admission API spells it.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-pub struct GroupVersionKind {
-    /// Empty for the core group.
-    #[serde(default)]
-    pub group: String,
-    /// Such as `v1`.
-    #[serde(default)]
-    pub version: String,
-    /// Such as `Pod`.
-    #[serde(default)]
-    pub kind: String,
 }
 
 /// The requesting user.

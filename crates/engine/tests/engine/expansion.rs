@@ -1,6 +1,6 @@
 //! Expansion: what workloads generate, as Gatekeeper's pkg/expansion builds it.
 
-use sartor_api::{ExpansionTemplate, GeneratedGvk};
+use sartor_api::{ExpansionTemplate, GroupVersionKind};
 use sartor_engine::{ExpandFailure, Expander, Template, TemplatesError};
 use serde_json::{Value, json};
 
@@ -34,7 +34,7 @@ fn template(name: &str, apply_to: Value, source: &str, generated: (&str, &str, &
     t.metadata.name = Some(name.into());
     t.spec.apply_to = serde_json::from_value(apply_to).unwrap();
     t.spec.template_source = source.into();
-    t.spec.generated_gvk = GeneratedGvk {
+    t.spec.generated_gvk = GroupVersionKind {
         group: generated.0.into(),
         version: generated.1.into(),
         kind: generated.2.into(),
