@@ -260,7 +260,7 @@ impl Printer {
                     self.out.write_all(b"---\n").context("writing to stdout")?;
                 }
                 self.written += 1;
-                let text = serde_yaml::to_string(&object).context("printing YAML")?;
+                let text = to_yaml(&object)?;
                 self.out
                     .write_all(text.as_bytes())
                     .context("writing to stdout")
@@ -409,11 +409,18 @@ fn diff(document: &Document, after: &Value) -> anyhow::Result<String> {
     )
 }
 
+/// `value` as YAML that YAML 1.1 readers such as kubectl read back as
+/// written: strings like `yes`, `on` or `n`, which a YAML 1.1 reader takes
+/// for booleans, are quoted.
+pub(crate) fn to_yaml(value: &Value) -> anyhow::Result<String> {
+    serde_saphyr::to_string(value).context("printing YAML")
+}
+
 /// A unified diff of two values printed as YAML, each with its header label;
 /// empty when they print the same.
 pub(crate) fn yaml_diff(before: (&str, &Value), after: (&str, &Value)) -> anyhow::Result<String> {
-    let old = serde_yaml::to_string(before.1).context("printing YAML")?;
-    let new = serde_yaml::to_string(after.1).context("printing YAML")?;
+    let old = to_yaml(before.1)?;
+    let new = to_yaml(after.1)?;
     if old == new {
         return Ok(String::new());
     }

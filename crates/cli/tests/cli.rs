@@ -954,3 +954,20 @@ fn a_repository_skips_what_is_not_an_object_and_says_what_is_doubtful() {
         )
     );
 }
+
+#[test]
+fn yaml_output_quotes_what_yaml_1_1_reads_as_booleans() {
+    // kubectl reads YAML 1.1: a bare `yes`, `on` or `n` would be a boolean
+    // and the label invalid when the preview is applied.
+    let labels = "apiVersion: mutations.sartor.dev/v1
+kind: AssignMetadata
+metadata: {name: inject}
+spec:
+  location: metadata.labels.inject
+  parameters: {assign: {value: 'yes'}}
+";
+    let dir = scratch("yaml11", &[("m.yaml", labels), ("pod.yaml", POD)]);
+    let (code, stdout, stderr) = sartor(&dir, &["mutate", "-m", "m.yaml", "pod.yaml"], "");
+    assert_eq!((code, stderr.as_str()), (0, ""));
+    assert!(stdout.contains("    inject: \"yes\"\n"), "{stdout}");
+}
