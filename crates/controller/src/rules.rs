@@ -354,17 +354,14 @@ fn sent(rules: &[RuleWithOperations]) -> Vec<(&str, &str, &str, &str)> {
 
 /// `(apiGroup, apiVersion, resource)` for every combination `rules` sends.
 pub fn resources(rules: &[RuleWithOperations]) -> Vec<(String, String, String)> {
-    let mut all = BTreeSet::new();
-    for rule in rules {
-        for group in rule.api_groups.iter().flatten() {
-            for version in rule.api_versions.iter().flatten() {
-                for resource in rule.resources.iter().flatten() {
-                    all.insert((group.clone(), version.clone(), resource.clone()));
-                }
-            }
-        }
-    }
-    all.into_iter().collect()
+    sent(rules)
+        .into_iter()
+        .map(|(group, version, resource, _)| {
+            (group.to_string(), version.to_string(), resource.to_string())
+        })
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect()
 }
 
 /// `rules` on one line for the log: `pods, apps/v1 deployments (CREATE)`.
