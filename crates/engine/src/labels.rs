@@ -165,6 +165,56 @@ impl Selector {
     pub fn is_empty(&self) -> bool {
         self.requirements.is_empty()
     }
+
+    /// The label keys it reads.
+    pub fn keys(&self) -> impl Iterator<Item = &str> {
+        self.requirements.iter().map(|r| r.key.as_str())
+    }
+
+    /// Whether some label set matches both `self` and `other` (with
+    /// `other` `None`, `self` alone): no key is required both present and
+    /// absent, or to hold a value that no `In` and `NotIn` of it allows.
+    #[must_use]
+    pub fn satisfiable_with(&self, other: Option<&Selector>) -> bool {
+        let all: Vec<&Requirement> = self
+            .requirements
+            .iter()
+            .chain(other.into_iter().flat_map(|o| o.requirements.iter()))
+            .collect();
+        all.iter().all(|first| {
+            let on_key = || all.iter().filter(|r| r.key == first.key);
+            let absent = on_key().any(|r| r.operator == Operator::DoesNotExist);
+            let present = on_key().any(|r| matches!(r.operator, Operator::In | Operator::Exists));
+            if absent {
+                return !present;
+            }
+            let mut allowed: Option<Vec<&String>> = None;
+            for r in on_key().filter(|r| r.operator == Operator::In) {
+                allowed = Some(match allowed {
+                    None => r.values.iter().collect(),
+                    Some(values) => values
+                        .into_iter()
+                        .filter(|v| r.values.contains(v))
+                        .collect(),
+                });
+            }
+            allowed.is_none_or(|values| {
+                values.iter().any(|v| {
+                    !on_key().any(|r| r.operator == Operator::NotIn && r.values.contains(v))
+                })
+            })
+        })
+    }
+
+    /// Whether every label set `other` matches, `self` matches too: each of
+    /// its requirements is one of `other`'s (a sufficient test, not a
+    /// complete one).
+    #[must_use]
+    pub fn is_implied_by(&self, other: &Selector) -> bool {
+        self.requirements
+            .iter()
+            .all(|r| other.requirements.contains(r))
+    }
 }
 
 /// One requirement: `key operator values`, valid by construction.

@@ -17,6 +17,7 @@
 //! [`walk::Setter`]. Semantics are Gatekeeper's (`pkg/mutation`); the module
 //! docs say where sartor deliberately differs.
 
+pub mod analysis;
 pub mod expansion;
 pub mod image;
 pub mod labels;

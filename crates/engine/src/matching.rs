@@ -193,6 +193,115 @@ impl Matcher {
     pub fn needs_namespace(&self) -> bool {
         self.namespace_selector.is_some()
     }
+
+    /// Its `match.scope` (`*` when left out).
+    pub fn scope(&self) -> Scope {
+        self.scope
+    }
+
+    /// Why no object of any kind can meet its criteria, if that can be told
+    /// without an object: a labelSelector no label set satisfies. (Criteria
+    /// that only rule out namespaced objects are [`Self::never_matches_namespaced`].)
+    pub fn never_matches(&self) -> Option<String> {
+        let selector = self.label_selector.as_ref()?;
+        (!selector.satisfiable_with(None))
+            .then(|| "its labelSelector requires a label to be both present and absent, or to have a value none of its requirements allows".to_string())
+    }
+
+    /// Why no namespaced object can meet its criteria (cluster-scoped ones
+    /// pass the namespace criteria), if that can be told without an object.
+    pub fn never_matches_namespaced(&self) -> Option<String> {
+        if !self.namespaces.is_empty()
+            && self.namespaces.iter().all(|included| {
+                self.excluded_namespaces
+                    .iter()
+                    .any(|excluded| wildcard_covers(excluded, included))
+            })
+        {
+            return Some(
+                "every namespace in match.namespaces is also in match.excludedNamespaces"
+                    .to_string(),
+            );
+        }
+        let selector = self.namespace_selector.as_ref()?;
+        (!selector.satisfiable_with(None))
+            .then(|| "its namespaceSelector requires a label to be both present and absent, or to have a value none of its requirements allows".to_string())
+    }
+
+    /// Whether some object may meet both `self` and `other` (kinds aside):
+    /// false only when a criterion rules it out for sure. With `labels`
+    /// false, label selectors are not compared (labels may change between
+    /// the two matches).
+    pub fn may_overlap(&self, other: &Matcher, labels: bool) -> bool {
+        let scopes_disjoint = matches!(
+            (self.scope, other.scope),
+            (Scope::Cluster, Scope::Namespaced) | (Scope::Namespaced, Scope::Cluster)
+        );
+        let sources_disjoint = matches!(
+            (self.source, other.source),
+            (SourceCriterion::Original, SourceCriterion::Generated)
+                | (SourceCriterion::Generated, SourceCriterion::Original)
+        );
+        let exact = |name: &Option<Wildcard>| {
+            name.as_ref()
+                .filter(|n| !n.as_str().contains('*'))
+                .map(|n| n.as_str().to_string())
+        };
+        let names_disjoint =
+            matches!((exact(&self.name), exact(&other.name)), (Some(a), Some(b)) if a != b);
+        let labels_disjoint = labels
+            && match (&self.label_selector, &other.label_selector) {
+                (Some(a), b) => !a.satisfiable_with(b.as_ref()),
+                (None, Some(b)) => !b.satisfiable_with(None),
+                (None, None) => false,
+            };
+        !(scopes_disjoint || sources_disjoint || names_disjoint || labels_disjoint)
+    }
+
+    /// Whether every object `other` matches, `self` matches too (kinds
+    /// aside): each of its criteria is absent, or as wide as `other`'s. A
+    /// sufficient test: `false` may still be a cover it cannot prove.
+    pub fn covers(&self, other: &Matcher) -> bool {
+        let selector_covers =
+            |mine: &Option<Selector>, theirs: &Option<Selector>| match (mine, theirs) {
+                (None, _) => true,
+                (Some(mine), Some(theirs)) => mine.is_implied_by(theirs),
+                (Some(mine), None) => mine.is_empty(),
+            };
+        (self.scope == Scope::All || self.scope == other.scope)
+            && (self.source == SourceCriterion::All || self.source == other.source)
+            && (self.namespaces.is_empty()
+                || (!other.namespaces.is_empty()
+                    && other.namespaces.iter().all(|theirs| {
+                        self.namespaces
+                            .iter()
+                            .any(|mine| wildcard_covers(mine, theirs))
+                    })))
+            && self.excluded_namespaces.iter().all(|mine| {
+                other
+                    .excluded_namespaces
+                    .iter()
+                    .any(|theirs| wildcard_covers(theirs, mine))
+            })
+            && selector_covers(&self.label_selector, &other.label_selector)
+            && selector_covers(&self.namespace_selector, &other.namespace_selector)
+            && (self.name.is_none() || self.name == other.name)
+    }
+
+    /// The label keys its selectors read on the object itself: the
+    /// labelSelector's, and the namespaceSelector's when the object may be a
+    /// Namespace (which is its own namespace).
+    pub fn label_keys(&self, namespaces_too: bool) -> Vec<&str> {
+        let mut keys: Vec<&str> = self
+            .label_selector
+            .iter()
+            .flat_map(Selector::keys)
+            .collect();
+        if namespaces_too {
+            keys.extend(self.namespace_selector.iter().flat_map(Selector::keys));
+        }
+        keys
+    }
 }
 
 fn compile_selector(selector: &LabelSelector) -> Result<Selector, SelectorError> {
@@ -233,4 +342,23 @@ pub(crate) fn metadata_str<'a>(object: &'a Value, field: &str) -> Option<&'a str
 
 fn labels(object: &Value) -> Option<&Map<String, Value>> {
     object.get("metadata")?.get("labels")?.as_object()
+}
+
+/// Whether every name `inner` matches, `outer` matches too: equal patterns,
+/// or `outer` a glob whose fixed part `inner` keeps (`kube-*` covers
+/// `kube-system` and `kube-sys*`; `*` covers everything).
+fn wildcard_covers(outer: &Wildcard, inner: &Wildcard) -> bool {
+    if outer == inner {
+        return true;
+    }
+    let (o, i) = (outer.as_str(), inner.as_str());
+    match (o.strip_prefix('*'), o.strip_suffix('*')) {
+        (Some(rest), Some(_)) => {
+            let middle = rest.strip_suffix('*').unwrap_or(rest);
+            i.trim_matches('*').contains(middle)
+        }
+        (Some(suffix), None) => !i.ends_with('*') && i.ends_with(suffix),
+        (None, Some(prefix)) => !i.starts_with('*') && i.starts_with(prefix),
+        (None, None) => false,
+    }
 }

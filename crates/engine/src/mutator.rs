@@ -74,6 +74,32 @@ pub enum Terminal {
     String,
 }
 
+/// What a mutator does at the end of its location, as the static analysis
+/// sees it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Effect<'a> {
+    /// Replaces what is there (Assign): with a constant, or (`None`) with a
+    /// string from the object's metadata. Always writes when it applies.
+    Replace(Option<&'a Value>),
+    /// Replaces what is there with a Namespace's label or annotation, or
+    /// leaves it when the Namespace has none and there is no default.
+    ReplaceFromNamespace,
+    /// Removes what is there (sartor's `remove: true`).
+    Remove,
+    /// Sets a label or annotation only when the key is absent
+    /// (AssignMetadata); `always` is false when the value may be missing.
+    AddIfAbsent {
+        /// The constant, when it is one.
+        value: Option<&'a Value>,
+        /// Whether it writes whenever it applies and the key is absent.
+        always: bool,
+    },
+    /// Merges values into, or prunes them from, a list (ModifySet).
+    ModifySet,
+    /// Changes parts of an image reference string (AssignImage).
+    Image,
+}
+
 /// The kind-specific part of a compiled mutator.
 #[derive(Debug, Clone, PartialEq)]
 enum Action {
@@ -444,6 +470,37 @@ impl Mutator {
     /// Whether its match criteria or its value may need the object's Namespace.
     pub fn needs_namespace(&self) -> bool {
         self.matcher.needs_namespace() || self.value_from_namespace()
+    }
+
+    /// Its pathTests, by depth (a removal carries an implicit MustExist on
+    /// its location).
+    pub fn tests(&self) -> &PathTests {
+        &self.tests
+    }
+
+    /// What it does at the end of its location, for the static analysis.
+    pub(crate) fn effect(&self) -> Effect<'_> {
+        match &self.action {
+            Action::Assign(assign::Source::Value(value)) => Effect::Replace(Some(value)),
+            Action::Assign(assign::Source::FromMetadata(_)) => Effect::Replace(None),
+            Action::Assign(assign::Source::FromNamespace { .. }) => Effect::ReplaceFromNamespace,
+            Action::Assign(assign::Source::Remove)
+            | Action::AssignMetadata(assign::Source::Remove) => Effect::Remove,
+            Action::AssignMetadata(assign::Source::Value(value)) => Effect::AddIfAbsent {
+                value: Some(value),
+                always: true,
+            },
+            Action::AssignMetadata(assign::Source::FromMetadata(_)) => Effect::AddIfAbsent {
+                value: None,
+                always: true,
+            },
+            Action::AssignMetadata(assign::Source::FromNamespace { .. }) => Effect::AddIfAbsent {
+                value: None,
+                always: false,
+            },
+            Action::ModifySet(_) => Effect::ModifySet,
+            Action::AssignImage(_) => Effect::Image,
+        }
     }
 
     /// Applies it to `object` (matching is the caller's business).

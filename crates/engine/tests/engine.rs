@@ -6,6 +6,8 @@
 )]
 //! Engine tests across crates: mutators written as YAML, compiled, applied.
 
+#[path = "engine/analysis.rs"]
+mod analysis;
 #[path = "engine/apply.rs"]
 mod apply;
 #[path = "engine/compile.rs"]
