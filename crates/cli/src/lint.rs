@@ -5,14 +5,24 @@ use serde_json::json;
 
 use sartor_api::Input;
 
+use sartor_engine::analysis::{Rule, Severity};
+
+use crate::load::Category;
 use crate::{Outcome, load};
 
-/// Check mutators: every one must compile and no two may conflict.
+/// Check mutators: every one must compile, no two may conflict, and the
+/// set is analysed for what can be proven without an object.
 ///
 /// Lists every problem, not just the first: unreadable files, documents that
-/// are not valid mutators, invalid locations and parameters, and schema
-/// conflicts between pairs of mutators. Exits 0 only when there is none, 2
-/// otherwise.
+/// are not valid mutators, invalid locations and parameters, schema
+/// conflicts between pairs of mutators (errors), and the analysis findings:
+/// mutators that never apply (error); that never have an effect because a
+/// later one overwrites them (shadowed), or keep theirs only by name order;
+/// that write on UPDATE a field Kubernetes refuses to change after creation;
+/// that write what a Kubernetes controller rewrites; that may keep a set
+/// from converging (warnings); and pairs writing one place with different
+/// values (info). Exits 0 when there is no error (no warning either, with
+/// --strict), 2 otherwise.
 ///
 /// PATHs are repositories: the documents whose apiVersion is in a mutation
 /// group (`mutations.sartor.dev`, `mutations.gatekeeper.sh`) are checked, and
@@ -30,10 +40,27 @@ pub struct LintArgs {
     /// stdin: the mutators among them are checked, the rest skipped.
     #[arg(value_name = "PATH")]
     paths: Vec<String>,
-    /// Output format: `text` (one line per problem, on stderr) or `json`
+    /// Output format: `text` (one line per finding, on stderr) or `json`
     /// (`{"findings": [...]}` on stdout, for CI annotations).
     #[arg(long, short = 'o', value_enum, default_value_t = LintFormat::Text)]
     output: LintFormat,
+    /// Fail on warnings too, not only on errors.
+    #[arg(long)]
+    strict: bool,
+    /// Leave out findings of these analysis rules (repeat, or separate with
+    /// commas), e.g. `--allow overlap,breaks-update`.
+    #[arg(long, value_name = "RULE", value_delimiter = ',', value_parser = parse_rule)]
+    allow: Vec<Rule>,
+}
+
+fn parse_rule(name: &str) -> Result<Rule, String> {
+    Rule::ALL
+        .into_iter()
+        .find(|rule| rule.as_str() == name)
+        .ok_or_else(|| {
+            let names: Vec<&str> = Rule::ALL.iter().map(|r| r.as_str()).collect();
+            format!("unknown rule {name:?}; the rules are {}", names.join(", "))
+        })
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -49,34 +76,65 @@ enum LintFormat {
 pub fn run(args: &LintArgs) -> anyhow::Result<Outcome> {
     let inputs: Vec<Input> = args.paths.iter().map(|p| Input::from_arg(p)).collect();
     let repository = load::repository(&args.mutators, &inputs);
-    let (system, findings) = (&repository.system, &repository.findings);
+    let system = &repository.system;
+    let mut findings = repository.findings.clone();
+    findings.extend(
+        load::analysis_findings(system, &repository.origins)
+            .into_iter()
+            .filter(
+                |f| !matches!(f.category, Category::Analysis(rule) if args.allow.contains(&rule)),
+            ),
+    );
     let skipped = repository.others.len() + repository.skipped;
+    let count = |severity: Severity| findings.iter().filter(|f| f.severity() == severity).count();
+    let (errors, warnings, infos) = (
+        count(Severity::Error),
+        count(Severity::Warning),
+        count(Severity::Info),
+    );
     match args.output {
         LintFormat::Text => {
-            for finding in findings {
-                eprintln!("error: {finding}");
+            for finding in &findings {
+                eprintln!("{}: {finding}", finding.severity());
             }
+            let others = match skipped {
+                0 => String::new(),
+                1 => " (1 other document skipped)".to_string(),
+                n => format!(" ({n} other documents skipped)"),
+            };
             if findings.is_empty() {
-                let others = match skipped {
-                    0 => String::new(),
-                    1 => " (1 other document skipped)".to_string(),
-                    n => format!(" ({n} other documents skipped)"),
-                };
                 eprintln!("{} mutators, no problems{others}", system.len());
+            } else if errors == 0 {
+                let mut counts = Vec::new();
+                for (n, one, many) in [(warnings, "warning", "warnings"), (infos, "note", "notes")]
+                {
+                    match n {
+                        0 => {}
+                        1 => counts.push(format!("1 {one}")),
+                        n => counts.push(format!("{n} {many}")),
+                    }
+                }
+                eprintln!(
+                    "{} mutators, no errors, {}{others}",
+                    system.len(),
+                    counts.join(", ")
+                );
             }
         }
         LintFormat::Json => {
             let report = json!({
                 "mutators": system.len(),
                 "skipped": skipped,
+                "errors": errors,
+                "warnings": warnings,
                 "findings": findings.iter().map(load::Finding::to_json).collect::<Vec<_>>(),
             });
             println!("{}", serde_json::to_string_pretty(&report)?);
         }
     }
-    Ok(if findings.is_empty() {
-        Outcome::Ok
-    } else {
+    Ok(if errors > 0 || (args.strict && warnings > 0) {
         Outcome::InvalidInput
+    } else {
+        Outcome::Ok
     })
 }

@@ -8,20 +8,58 @@ use sartor_api::{
     is_expansion_template_document, is_mutator_document, load_mutators, mutators_from_documents,
     parse_expansion_template, read_documents,
 };
-use sartor_engine::{Expander, Gvk, Mutator, System, Template, TemplatesError};
+use sartor_engine::analysis::{self, Rule, Severity};
+use sartor_engine::{Expander, Gvk, Mutator, MutatorId, System, Template, TemplatesError};
 use serde_json::{Value, json};
 
 /// One problem with the mutator set, for humans (Display) and CI (JSON).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Finding {
-    /// What kind of problem: `load`, `compile` or `conflict`.
-    pub category: &'static str,
+    /// What kind of problem.
+    pub category: Category,
     /// Where the mutator (or unreadable input) is.
     pub origin: Origin,
     /// `Kind name` of the document, when known.
     pub subject: Option<String>,
     /// What is wrong.
     pub message: String,
+    /// For an analysis finding: the other mutators involved, the place of
+    /// the object and an object on which it plays out.
+    pub analysis: Option<Box<analysis::Finding>>,
+}
+
+/// What kind of problem a [`Finding`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Category {
+    /// An input that cannot be read, or a document that is not a mutator.
+    Load,
+    /// A mutator that does not compile.
+    Compile,
+    /// A schema conflict between mutators.
+    Conflict,
+    /// A finding of the static analysis of the set.
+    Analysis(Rule),
+}
+
+impl Category {
+    /// `load`, `compile`, `conflict`, or the analysis rule (`shadowed`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Category::Load => "load",
+            Category::Compile => "compile",
+            Category::Conflict => "conflict",
+            Category::Analysis(rule) => rule.as_str(),
+        }
+    }
+
+    /// Load, compile and conflict problems are errors; analysis findings
+    /// have their rule's severity.
+    pub fn severity(self) -> Severity {
+        match self {
+            Category::Load | Category::Compile | Category::Conflict => Severity::Error,
+            Category::Analysis(rule) => rule.severity(),
+        }
+    }
 }
 
 impl fmt::Display for Finding {
@@ -31,22 +69,61 @@ impl fmt::Display for Finding {
         if let Some(subject) = &self.subject {
             write!(f, ": {subject}")?;
         }
+        if let Category::Analysis(rule) = self.category {
+            write!(f, ": {rule}")?;
+        }
         write!(f, ": {}", self.message)
     }
 }
 
 impl Finding {
-    /// The machine-readable form: `{category, file, document, item, subject, message}`.
+    /// How much it matters.
+    pub fn severity(&self) -> Severity {
+        self.category.severity()
+    }
+
+    /// The machine-readable form: `{category, severity, file, document,
+    /// item, subject, message}`, and for analysis findings `mutators`,
+    /// `path` and `example`.
     pub fn to_json(&self) -> Value {
-        json!({
-            "category": self.category,
+        let mut value = json!({
+            "category": self.category.as_str(),
+            "severity": self.severity().as_str(),
             "file": self.origin.file,
             "document": self.origin.document,
             "item": self.origin.item,
             "subject": self.subject,
             "message": self.message,
-        })
+        });
+        if let (Some(found), Value::Object(fields)) = (&self.analysis, &mut value) {
+            let mutators: Vec<String> = found.mutators.iter().map(ToString::to_string).collect();
+            fields.insert("mutators".to_string(), json!(mutators));
+            fields.insert(
+                "path".to_string(),
+                json!(found.path.as_ref().map(ToString::to_string)),
+            );
+            fields.insert("example".to_string(), json!(found.example));
+        }
+        value
     }
+}
+
+/// The static analysis of `system` as findings, each placed at the origin
+/// of the mutator it is about.
+pub fn analysis_findings(system: &System, origins: &HashMap<MutatorId, Origin>) -> Vec<Finding> {
+    analysis::analyze(system)
+        .into_iter()
+        .filter_map(|found| {
+            let first = found.mutators.first()?;
+            Some(Finding {
+                category: Category::Analysis(found.rule),
+                origin: origins.get(first)?.clone(),
+                subject: Some(first.to_string()),
+                message: found.message.clone(),
+                analysis: Some(Box::new(found)),
+            })
+        })
+        .collect()
 }
 
 /// Loads and compiles every mutator under `paths`: the System of those that
@@ -54,7 +131,8 @@ impl Finding {
 /// invalid mutator, schema conflict), in input order.
 pub fn system(paths: &[String]) -> (System, Vec<Finding>) {
     let inputs: Vec<Input> = paths.iter().map(|p| Input::from_arg(p)).collect();
-    compile(load_mutators(&inputs))
+    let (system, findings, _) = compile(load_mutators(&inputs));
+    (system, findings)
 }
 
 /// A repository read whole: the mutators found among its documents (and
@@ -65,6 +143,8 @@ pub struct Repository {
     pub system: System,
     /// Every problem with the mutators or the inputs, in input order.
     pub findings: Vec<Finding>,
+    /// Where each mutator of the system was read.
+    pub origins: HashMap<MutatorId, Origin>,
     /// How many mutator documents were found among the inputs.
     pub found: usize,
     /// The expansion templates found (in `--mutators` or the inputs) that
@@ -130,10 +210,11 @@ pub fn repository(explicit: &[String], inputs: &[Input]) -> Repository {
             Err(error) => errors.push(error),
         }
     }
-    let (system, mut findings) = compile(mutators_from_documents(&documents, errors));
+    let (system, mut findings, origins) = compile(mutators_from_documents(&documents, errors));
     let mut repository = Repository {
         system,
         findings: Vec::new(),
+        origins,
         found,
         templates,
         others,
@@ -176,7 +257,8 @@ impl Repository {
             Expander::new(templates)
         };
         expander.map_err(|error| Finding {
-            category: "load",
+            category: Category::Load,
+            analysis: None,
             origin: self
                 .templates
                 .iter()
@@ -200,12 +282,13 @@ impl Repository {
 }
 
 /// Compiles what the loader read into a System, every problem a finding.
-fn compile(loaded: Loaded) -> (System, Vec<Finding>) {
+fn compile(loaded: Loaded) -> (System, Vec<Finding>, HashMap<MutatorId, Origin>) {
     let mut findings: Vec<Finding> = loaded
         .errors
         .iter()
         .map(|error| Finding {
-            category: "load",
+            category: Category::Load,
+            analysis: None,
             origin: error.origin.clone(),
             subject: error.subject.clone(),
             message: error.problem.to_string(),
@@ -220,7 +303,8 @@ fn compile(loaded: Loaded) -> (System, Vec<Finding>) {
                 system.upsert(compiled);
             }
             Err(error) => findings.push(Finding {
-                category: "compile",
+                category: Category::Compile,
+                analysis: None,
                 origin: mutator.origin.clone(),
                 subject: Some(error.mutator.to_string()),
                 message: error.problem.to_string(),
@@ -230,14 +314,15 @@ fn compile(loaded: Loaded) -> (System, Vec<Finding>) {
     for (id, origin) in &origins {
         for conflict in system.conflicts(id) {
             findings.push(Finding {
-                category: "conflict",
+                category: Category::Conflict,
+                analysis: None,
                 origin: origin.clone(),
                 subject: Some(id.to_string()),
                 message: conflict.to_string(),
             });
         }
     }
-    (system, findings)
+    (system, findings, origins.into_iter().collect())
 }
 
 /// Reads the Namespace objects under `paths` (`--namespaces`), by name, and

@@ -526,7 +526,7 @@ impl MutatorWatcher {
         let (system, findings) = load::system(&self.paths);
         let broken: Vec<_> = findings
             .iter()
-            .filter(|f| f.category != "conflict")
+            .filter(|f| f.category != load::Category::Conflict)
             .collect();
         if !broken.is_empty() {
             self.webhook.metrics().record_mutator_reload(false);

@@ -471,9 +471,9 @@ fn breaks_update(fact: &Facts<'_>, findings: &mut Vec<Finding>) {
             )),
             path: Some(shared),
             message: format!(
-                "it applies to {gvk} on UPDATE and writes {location}, which the API server does not let change once the object exists ({}: {}; Kubernetes {}); an update of a {} created before this mutator, or that it did not mutate, is then refused. Limit its applyTo operations to CREATE",
+                "it applies to {gvk} on UPDATE and writes {location}, which the API server does not let change once the object exists ({} is immutable: {}, Kubernetes {}); an update of a {} created before this mutator, or that it did not mutate, is then refused. Limit its applyTo operations to CREATE",
                 field.path,
-                field.rule,
+                field.source(),
                 immutable::KUBERNETES_VERSION,
                 gvk.kind,
             ),
@@ -793,12 +793,16 @@ fn overlap(first: &Facts<'_>, second: &Facts<'_>) -> Option<Finding> {
     }
     let kind = first.overlap(second)?;
     let (a, b) = (first.location(), second.location());
-    let shared = if a.len() >= b.len() { a } else { b };
+    // The same place; one inside the other is the shadowing rules' business.
+    if a.len() != b.len() {
+        return None;
+    }
+    let shared = a;
     let winner = match (first.effect, second.effect) {
         (Effect::AddIfAbsent { .. }, Effect::AddIfAbsent { .. }) => {
             format!("{} wins where both apply (it comes first)", first.id())
         }
-        (Effect::Replace(_) | Effect::Remove, Effect::Replace(_) | Effect::Remove) if a == b => {
+        (Effect::Replace(_) | Effect::Remove, Effect::Replace(_) | Effect::Remove) => {
             format!("{} wins where both apply (it comes last)", second.id())
         }
         _ => "the order decides what stays".to_string(),
@@ -809,13 +813,8 @@ fn overlap(first: &Facts<'_>, second: &Facts<'_>) -> Option<Finding> {
         path: Some(shared.clone()),
         example: Some(example(&kind, shared)),
         message: format!(
-            "it and {} both write {} on {kind} objects with different values; {winner}",
+            "it and {} both write {shared} on {kind} objects with different values; {winner}",
             second.id(),
-            if a == b {
-                a.to_string()
-            } else {
-                format!("{a} and {b}")
-            },
         ),
     })
 }

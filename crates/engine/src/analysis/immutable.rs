@@ -59,6 +59,17 @@ const PV_SOURCE_RULE: &str = "\"spec.persistentvolumesource is immutable after c
      (ValidatePersistentVolumeUpdate, pkg/apis/core/validation): the volume source is \
      compared as a whole";
 
+impl ImmutableField {
+    /// The validation function that enforces it: the first `Validate...`
+    /// name in [`Self::rule`].
+    pub fn source(&self) -> &'static str {
+        self.rule
+            .split(|c: char| !c.is_ascii_alphanumeric())
+            .find(|word| word.starts_with("Validate") || word.starts_with("validate"))
+            .unwrap_or("Kubernetes validation")
+    }
+}
+
 /// Every entry, grouped by kind.
 pub const IMMUTABLE_FIELDS: &[ImmutableField] = &[
     // ---- core: Pod ----
@@ -889,6 +900,7 @@ mod tests {
                 field.path
             );
             assert!(!field.kind.is_empty() && !field.rule.is_empty());
+            assert_ne!(field.source(), "Kubernetes validation", "{}", field.rule);
         }
     }
 

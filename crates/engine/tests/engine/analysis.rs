@@ -182,12 +182,8 @@ fn a_value_the_inner_walk_cannot_enter_is_not_shadowing() {
             "{assign: {value: none}}"
         ),
     ));
-    assert_eq!(
-        findings(&set),
-        [
-            "overlap | Assign a, Assign b | spec.containers[name: app].securityContext.privileged | it and Assign b both write spec.containers[name: app].securityContext.privileged and spec.containers[name: app].securityContext on Pod.core/v1 objects with different values; the order decides what stays"
-        ]
-    );
+    // Not shadowed, and not the same place either: nothing to say.
+    assert_eq!(findings(&set), Vec::<String>::new());
 }
 
 #[test]
@@ -437,16 +433,10 @@ fn a_pod_field_written_on_update_breaks_updates() {
     ));
     let finding = only(&set);
     assert_eq!(finding.rule, Rule::BreaksUpdate);
-    assert!(
-        finding.message.starts_with(
-            "it applies to v1 Pod on UPDATE and writes spec.containers[name: *].imagePullPolicy, which the API server does not let change once the object exists (spec: "
-        ),
-        "{}",
-        finding.message
+    assert_eq!(
+        finding.message,
+        "it applies to v1 Pod on UPDATE and writes spec.containers[name: *].imagePullPolicy, which the API server does not let change once the object exists (spec is immutable: ValidatePodUpdate, Kubernetes v1.37.2); an update of a Pod created before this mutator, or that it did not mutate, is then refused. Limit its applyTo operations to CREATE"
     );
-    assert!(finding.message.ends_with(
-        "an update of a Pod created before this mutator, or that it did not mutate, is then refused. Limit its applyTo operations to CREATE"
-    ));
     // Near misses: CREATE only; the image (which may change); a Deployment's template.
     for (location, extra) in [
         (
