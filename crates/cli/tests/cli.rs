@@ -46,11 +46,12 @@ fn sartor(dir: &PathBuf, args: &[&str], stdin: &str) -> (i32, String, String) {
     )
 }
 
+/// On CREATE only: on UPDATE too, lint would warn (breaks-update).
 const PULL: &str = "apiVersion: mutations.gatekeeper.sh/v1
 kind: Assign
 metadata: {name: pull}
 spec:
-  applyTo: [{groups: [''], versions: [v1], kinds: [Pod]}]
+  applyTo: [{groups: [''], versions: [v1], kinds: [Pod], operations: [CREATE]}]
   location: 'spec.containers[name: *].imagePullPolicy'
   parameters: {assign: {value: Always}}
 ";
@@ -162,8 +163,8 @@ spec:
     assert_eq!((code, stdout.as_str()), (2, ""));
     assert_eq!(
         stderr,
-        "error: m.yaml: document 1: Assign pull: conflicts with ModifySet containers about spec.containers: this mutator treats it as a list keyed by name, ModifySet containers as a list of values (v1 Pod CREATE and 1 more)\n\
-         error: m.yaml: document 2: ModifySet containers: conflicts with Assign pull about spec.containers: this mutator treats it as a list of values, Assign pull as a list keyed by name (v1 Pod CREATE and 1 more)\n"
+        "error: m.yaml: document 1: Assign pull: conflicts with ModifySet containers about spec.containers: this mutator treats it as a list keyed by name, ModifySet containers as a list of values (v1 Pod CREATE)\n\
+         error: m.yaml: document 2: ModifySet containers: conflicts with Assign pull about spec.containers: this mutator treats it as a list of values, Assign pull as a list keyed by name (v1 Pod CREATE)\n"
     );
 }
 
@@ -211,8 +212,7 @@ fn namespace_selectors_need_the_namespace_and_say_how_to_pass_it() {
 
 #[test]
 fn update_applies_only_update_mutators() {
-    let create_only = PULL.replace("kinds: [Pod]}", "kinds: [Pod], operations: [CREATE]}");
-    let dir = scratch("update", &[("m.yaml", &create_only), ("pod.yaml", POD)]);
+    let dir = scratch("update", &[("m.yaml", PULL), ("pod.yaml", POD)]);
     let (code, stdout, _) = sartor(
         &dir,
         &[
@@ -258,10 +258,12 @@ fn lint_lists_every_problem_and_exits_2() {
         serde_json::json!({
             "mutators": 1,
             "skipped": 0,
+            "errors": 2,
+            "warnings": 0,
             "findings": [
-                {"category": "load", "file": "m/b.yaml", "document": 1, "item": null, "subject": "ConfigMap c",
+                {"category": "load", "severity": "error", "file": "m/b.yaml", "document": 1, "item": null, "subject": "ConfigMap c",
                  "message": "ConfigMap (v1) is not a mutator: expected Assign, AssignImage, AssignMetadata or ModifySet in mutations.sartor.dev/v1 or mutations.gatekeeper.sh/v1, v1beta1, v1alpha1"},
-                {"category": "compile", "file": "m/a.yaml", "document": 2, "item": null, "subject": "Assign broken",
+                {"category": "compile", "severity": "error", "file": "m/a.yaml", "document": 2, "item": null, "subject": "Assign broken",
                  "message": "spec.location: Assign cannot change metadata; use AssignMetadata for labels and annotations"},
             ],
         })
@@ -283,7 +285,7 @@ fn lint_passes_a_clean_set() {
     assert_eq!(code, 0);
     assert_eq!(
         serde_json::from_str::<serde_json::Value>(&stdout).unwrap(),
-        serde_json::json!({"mutators": 2, "skipped": 0, "findings": []})
+        serde_json::json!({"mutators": 2, "skipped": 0, "errors": 0, "warnings": 0, "findings": []})
     );
 }
 
@@ -408,7 +410,13 @@ fn the_readme_shows_what_the_examples_print() {
     assert_eq!((code, stderr.as_str()), (0, ""));
     assert_eq!(stdout, shown);
     let (code, _, stderr) = sartor(&root, &["lint", "--mutators", "examples/mutators"], "");
-    assert_eq!((code, stderr.as_str()), (0, "10 mutators, no problems\n"));
+    assert_eq!(code, 0);
+    // The examples apply on UPDATE too (the cluster suite relies on it),
+    // which lint warns about; nothing is an error.
+    assert!(
+        stderr.ends_with("10 mutators, no errors, 5 warnings\n") && !stderr.contains("error: "),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -740,7 +748,7 @@ fn lint_checks_the_mutators_of_a_repository_and_counts_the_rest() {
     assert_eq!(code, 0);
     assert_eq!(
         serde_json::from_str::<serde_json::Value>(&stdout).unwrap(),
-        serde_json::json!({"mutators": 2, "skipped": 2, "findings": []})
+        serde_json::json!({"mutators": 2, "skipped": 2, "errors": 0, "warnings": 0, "findings": []})
     );
     // A document in a mutation group that is not a valid mutator is an error.
     std::fs::write(
@@ -970,4 +978,71 @@ spec:
     let (code, stdout, stderr) = sartor(&dir, &["mutate", "-m", "m.yaml", "pod.yaml"], "");
     assert_eq!((code, stderr.as_str()), (0, ""));
     assert!(stdout.contains("    inject: \"yes\"\n"), "{stdout}");
+}
+
+#[test]
+fn lint_reports_the_analysis_fails_on_errors_and_with_strict_on_warnings() {
+    let proxy = "apiVersion: mutations.sartor.dev/v1
+kind: Assign
+metadata: {name: b-proxy}
+spec:
+  applyTo: [{groups: [''], versions: [v1], kinds: [Pod], operations: [CREATE]}]
+  location: 'spec.containers[name: proxy]'
+  parameters: {assign: {value: {name: proxy, image: 'envoy:1'}}}
+";
+    let pull = PULL
+        .replace("name: pull", "name: a-pull")
+        .replace("[name: *]", "[name: proxy]");
+    let dir = scratch(
+        "lint-analysis",
+        &[("m.yaml", &format!("{pull}---\n{proxy}"))],
+    );
+    let shadowed = "warning: m.yaml: document 1: Assign a-pull: shadowed: it never has an effect: Assign b-proxy comes later in the order and replaces spec.containers[name: proxy] on every object it applies to, so what it writes at spec.containers[name: proxy].imagePullPolicy is undone in every pass\n";
+    let (code, stdout, stderr) = sartor(&dir, &["lint", "m.yaml"], "");
+    assert_eq!(
+        (code, stdout.as_str(), stderr),
+        (
+            0,
+            "",
+            format!("{shadowed}2 mutators, no errors, 1 warning\n")
+        )
+    );
+    let (code, _, _) = sartor(&dir, &["lint", "--strict", "m.yaml"], "");
+    assert_eq!(code, 2);
+    let (code, _, stderr) = sartor(
+        &dir,
+        &["lint", "--strict", "--allow", "shadowed", "m.yaml"],
+        "",
+    );
+    assert_eq!((code, stderr.as_str()), (0, "2 mutators, no problems\n"));
+    let (code, stdout, _) = sartor(&dir, &["lint", "-o", "json", "m.yaml"], "");
+    assert_eq!(code, 0);
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&stdout).unwrap(),
+        serde_json::json!({
+            "mutators": 2, "skipped": 0, "errors": 0, "warnings": 1,
+            "findings": [{
+                "category": "shadowed", "severity": "warning",
+                "file": "m.yaml", "document": 1, "item": null, "subject": "Assign a-pull",
+                "message": "it never has an effect: Assign b-proxy comes later in the order and replaces spec.containers[name: proxy] on every object it applies to, so what it writes at spec.containers[name: proxy].imagePullPolicy is undone in every pass",
+                "mutators": ["Assign a-pull", "Assign b-proxy"],
+                "path": "spec.containers[name: proxy]",
+                "example": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "example"}, "spec": {"containers": [{"name": "proxy"}]}},
+            }],
+        })
+    );
+    // A mutator that never applies is an error.
+    let never = proxy.replace("name: b-proxy", "name: c-never").replace(
+        "  location:",
+        "  match: {kinds: [{apiGroups: [apps], kinds: [Deployment]}]}\n  location:",
+    );
+    std::fs::write(dir.join("never.yaml"), never).unwrap();
+    let (code, _, stderr) = sartor(&dir, &["lint", "never.yaml"], "");
+    assert_eq!(
+        (code, stderr.as_str()),
+        (
+            2,
+            "error: never.yaml: document 1: Assign c-never: never-applies: no kind in its applyTo (v1 Pod) is allowed by its match.kinds, so it applies to nothing\n"
+        )
+    );
 }
