@@ -548,6 +548,14 @@ impl Webhook {
                 .iter()
                 .map(|conflict| format!("{id} {conflict}; neither is enforced until one changes"))
                 .collect();
+            // What the analysis finds about the set with this mutator in
+            // it, as far as it involves this mutator: warnings, never a denial.
+            response.warnings.extend(
+                sartor_engine::analysis::analyze(&system)
+                    .iter()
+                    .filter(|finding| finding.involves(&id))
+                    .map(|finding| format!("{}: {finding}", finding.severity())),
+            );
         }
         let outcome = if response.warnings.is_empty() {
             "allowed"

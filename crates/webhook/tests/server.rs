@@ -956,6 +956,44 @@ async fn validate_denies_invalid_mutators_and_warns_of_conflicts() {
     harness.stop().await;
 }
 
+#[tokio::test]
+async fn validate_warns_of_what_the_analysis_finds_about_the_mutator() {
+    let harness = Setup::new().start("validate-analysis").await;
+    let mut client = harness.client().await;
+    let dns = |operations: Value| {
+        json!({
+            "apiVersion": "mutations.sartor.dev/v1",
+            "kind": "Assign",
+            "metadata": {"name": "dns"},
+            "spec": {
+                "applyTo": [{"groups": [""], "versions": ["v1"], "kinds": ["Pod"], "operations": operations}],
+                "location": "spec.dnsPolicy",
+                "parameters": {"assign": {"value": "Default"}},
+            },
+        })
+    };
+    let mut validate = async |mutator: Value| -> Value {
+        let answer = client
+            .post("/v1/validate", mutator_review(mutator).to_string())
+            .await
+            .unwrap();
+        serde_json::from_str::<Value>(&answer.body).unwrap()["response"].clone()
+    };
+    assert_eq!(
+        validate(dns(json!(["CREATE", "UPDATE"]))).await,
+        json!({
+            "uid": UID,
+            "allowed": true,
+            "warnings": ["warning: Assign dns: breaks-update: it applies to v1 Pod on UPDATE and writes spec.dnsPolicy, which the API server does not let change once the object exists (spec is immutable: ValidatePodUpdate, Kubernetes v1.37.2); an update of a Pod created before this mutator, or that it did not mutate, is then refused. Limit its applyTo operations to CREATE"],
+        })
+    );
+    assert_eq!(
+        validate(dns(json!(["CREATE"]))).await,
+        json!({"uid": UID, "allowed": true})
+    );
+    harness.stop().await;
+}
+
 /// A v1 review of a Namespace `name` going from `old` labels (no old object
 /// when `None`: a CREATE) to `new` labels.
 fn namespace_review(name: &str, old: Option<Value>, new: Value) -> Value {
