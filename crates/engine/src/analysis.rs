@@ -640,7 +640,6 @@ enum Overwrite<'a> {
     Value(&'a Value),
     /// A string from the object's metadata.
     String,
-    Removed,
 }
 
 fn overwrite<'a>(fact: &Facts<'a>) -> Option<Overwrite<'a>> {
@@ -650,7 +649,8 @@ fn overwrite<'a>(fact: &Facts<'a>) -> Option<Overwrite<'a>> {
     match fact.effect {
         Effect::Replace(Some(value)) => Some(Overwrite::Value(value)),
         Effect::Replace(None) => Some(Overwrite::String),
-        Effect::Remove => Some(Overwrite::Removed),
+        // A removal never creates: the parents an earlier write created on
+        // the way stay, so that write is not without effect.
         _ => None,
     }
 }
@@ -668,7 +668,6 @@ fn shadow(inner: &Facts<'_>, outer: &Facts<'_>, rule: Rule) -> Option<Finding> {
     }
     let rest = within.nodes().get(at.len()..).unwrap_or_default();
     let fits = match (&overwrite, rest.is_empty()) {
-        (Overwrite::Removed, _) => true,
         // Same place: the value must be one `inner` can work on, or the
         // next pass would fail rather than be undone.
         (Overwrite::Value(value), true) => match inner.effect {
@@ -689,10 +688,7 @@ fn shadow(inner: &Facts<'_>, outer: &Facts<'_>, rule: Rule) -> Option<Finding> {
     {
         return None;
     }
-    let what = match overwrite {
-        Overwrite::Removed => "removes",
-        _ => "replaces",
-    };
+    let what = "replaces";
     let kind = inner.some_kind()?;
     let message = match rule {
         Rule::Shadowed => format!(

@@ -7,8 +7,10 @@
 //! Properties of the engine over generated mutators and objects.
 
 use proptest::prelude::*;
+use sartor_api::MutatorKind;
 use sartor_api::{Assign, AssignImage, AssignMetadata, ModifySet, MutatorObject};
-use sartor_engine::{Mutator, Request, System};
+use sartor_engine::analysis::{Rule, analyze};
+use sartor_engine::{Failure, Mutator, Request, System};
 use serde_json::{Value, json};
 
 /// Locations near the grammar: valid ones, and broken variants of them.
@@ -427,6 +429,56 @@ proptest! {
             let again = system.mutate(&mut twice, &request);
             prop_assert!(again.is_ok(), "{:?}", again);
             prop_assert_eq!(twice, once);
+        }
+    }
+
+    /// The analysis agrees with the engine: a mutator reported shadowed
+    /// never changes the final object (wherever the set mutates without
+    /// error, with and without it).
+    #[test]
+    fn a_shadowed_mutator_never_changes_the_result(
+        picks in prop::collection::vec(0usize..POOL, 1..8),
+        spec in spec(),
+    ) {
+        let system = system_of(&picks);
+        let namespace = namespace();
+        let request = request(&namespace);
+        for finding in analyze(&system) {
+            if finding.rule != Rule::Shadowed {
+                continue;
+            }
+            let mut without = system.clone();
+            without.remove(&finding.mutators[0]);
+            let mut with_it = pod(spec.clone());
+            let mut alone = with_it.clone();
+            if system.mutate(&mut with_it, &request).is_ok()
+                && without.mutate(&mut alone, &request).is_ok()
+            {
+                prop_assert_eq!(&with_it, &alone, "{}", finding);
+            }
+        }
+    }
+
+    /// A set the analysis finds free of may-not-converge converges, except
+    /// where an AssignImage meets a reference it cannot parse (input
+    /// dependent, as in Gatekeeper; see the engine README).
+    #[test]
+    fn a_set_free_of_may_not_converge_converges(
+        picks in prop::collection::vec(0usize..POOL, 1..8),
+        spec in spec(),
+    ) {
+        let system = system_of(&picks);
+        prop_assume!(analyze(&system).iter().all(|f| f.rule != Rule::MayNotConverge));
+        let namespace = namespace();
+        let request = request(&namespace);
+        if let Err(error) = system.mutate(&mut pod(spec), &request)
+            && let Failure::NotConverging { changing, .. } = &*error.reason
+        {
+            prop_assert!(
+                changing.iter().any(|(id, _)| id.kind == MutatorKind::AssignImage),
+                "{}",
+                error
+            );
         }
     }
 }
