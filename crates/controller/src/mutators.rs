@@ -8,7 +8,7 @@ use sartor_api::{
     Document, GATEKEEPER_GROUP, GROUP, MutatorError, MutatorKind, MutatorPodStatus, Origin,
     parse_mutator,
 };
-use sartor_engine::{Mutator, MutatorId, System};
+use sartor_engine::{Conflict, Mutator, MutatorId, System};
 use sartor_webhook::Snapshot;
 use serde_json::Value;
 
@@ -236,7 +236,13 @@ impl MutatorSet {
                 .conflicts(&id)
                 .into_iter()
                 .map(|conflict| MutatorError {
-                    kind: Some("schema_conflict".to_string()),
+                    kind: Some(
+                        match conflict {
+                            Conflict::Schema(_) => "schema_conflict",
+                            Conflict::Condition(_) => "condition_conflict",
+                        }
+                        .to_string(),
+                    ),
                     message: conflict.to_string(),
                 })
                 .collect(),
