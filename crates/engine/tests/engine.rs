@@ -10,6 +10,8 @@
 mod apply;
 #[path = "engine/compile.rs"]
 mod compile;
+#[path = "engine/conditions.rs"]
+mod conditions;
 #[path = "engine/exclusion.rs"]
 mod exclusion;
 #[path = "engine/expansion.rs"]
