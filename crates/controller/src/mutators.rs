@@ -453,6 +453,40 @@ mod tests {
     }
 
     #[test]
+    fn a_condition_conflict_is_reported_on_the_reader_only_and_clears_with_the_writer() {
+        let mut set = MutatorSet::new();
+        let mut reader = assign("reader", "spec.y", 1);
+        reader["spec"]["parameters"]["conditions"] =
+            json!([{"path": "spec.x", "operator": "DoesNotExist"}]);
+        set.apply(Group::Sartor, MutatorKind::Assign, &reader);
+        set.apply(
+            Group::Sartor,
+            MutatorKind::Assign,
+            &assign("writer", "spec.x", 1),
+        );
+        let status = MutatorPodStatus {
+            enforced: false,
+            errors: vec![MutatorError {
+                kind: Some("condition_conflict".to_string()),
+                message: "its condition on spec.x reads what Assign writer writes (spec.x) (v1 Pod CREATE and 1 more)".to_string(),
+            }],
+            ..enforced(1, "uid-reader")
+        };
+        assert_eq!(
+            set.status_changes("pod-a"),
+            [
+                (key(Group::Sartor, "reader"), status),
+                (key(Group::Sartor, "writer"), enforced(1, "uid-writer")),
+            ]
+        );
+        assert!(set.delete(Group::Sartor, MutatorKind::Assign, "writer"));
+        assert_eq!(
+            set.status_changes("pod-a"),
+            [(key(Group::Sartor, "reader"), enforced(1, "uid-reader"))]
+        );
+    }
+
+    #[test]
     fn sartor_wins_over_gatekeeper_for_the_same_kind_and_name() {
         let mut set = MutatorSet::new();
         let mut gatekeeper = assign("a", "spec.gatekeeper", 1);
