@@ -51,7 +51,7 @@ impl Finding {
 
 /// Loads and compiles every mutator under `paths`: the System of those that
 /// compiled, and every problem found (unreadable input, invalid document,
-/// invalid mutator, schema conflict), in input order.
+/// invalid mutator, schema or condition conflict), in input order.
 pub fn system(paths: &[String]) -> (System, Vec<Finding>) {
     let inputs: Vec<Input> = paths.iter().map(|p| Input::from_arg(p)).collect();
     compile(load_mutators(&inputs))
