@@ -36,6 +36,8 @@ pub struct System {
     /// Mutators that apply to every kind (AssignMetadata).
     everywhere: BTreeMap<MutatorId, Arc<Mutator>>,
     schema: SchemaDb,
+    /// The mutators with value conditions (few, usually none).
+    readers: BTreeSet<MutatorId>,
     /// The mutators in condition conflict, with what they conflict with.
     condition_conflicts: BTreeMap<MutatorId, Vec<ConditionConflict>>,
     /// Every mutator in schema or condition conflict: skipped.
@@ -181,6 +183,9 @@ impl System {
                 }
             }
         }
+        if !mutator.conditions().is_empty() {
+            self.readers.insert(id.clone());
+        }
         self.mutators.insert(id.clone(), mutator);
         self.check_conditions();
         conflicts.extend(
@@ -203,6 +208,7 @@ impl System {
     /// conflicts to the caller.
     fn detach(&mut self, id: &MutatorId) -> Option<Arc<Mutator>> {
         let mutator = self.mutators.remove(id)?;
+        self.readers.remove(id);
         self.schema.remove(id);
         match mutator.applies() {
             Applies::Everything => {
@@ -238,10 +244,7 @@ impl System {
     /// it reads, so the object stays as X left it: that converges.
     fn check_conditions(&mut self) {
         let mut found: BTreeMap<MutatorId, Vec<ConditionConflict>> = BTreeMap::new();
-        for reader in self.mutators.values() {
-            if reader.conditions().is_empty() {
-                continue;
-            }
+        for reader in self.readers.iter().filter_map(|id| self.mutators.get(id)) {
             let mut conflicts: Vec<ConditionConflict> = Vec::new();
             for condition in reader.conditions() {
                 for writer in self.mutators.values() {
