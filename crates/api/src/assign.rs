@@ -4,7 +4,7 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::common::{AssignField, PathTest};
+use crate::common::{AssignField, PathTest, ValueCondition};
 use crate::matching::{ApplyTo, Match};
 use crate::status::MutatorStatus;
 
@@ -52,4 +52,8 @@ pub struct AssignParameters {
     pub path_tests: Vec<PathTest>,
     /// The value to assign.
     pub assign: AssignField,
+    /// Conditions on values of the object (sartor only:
+    /// `mutations.sartor.dev/v1`), all of which must hold for it to apply.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<ValueCondition>,
 }

@@ -4,7 +4,7 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::common::PathTest;
+use crate::common::{PathTest, ValueCondition};
 use crate::matching::{ApplyTo, Match};
 use crate::status::MutatorStatus;
 
@@ -79,4 +79,8 @@ pub struct AssignImageParameters {
         skip_serializing_if = "Option::is_none"
     )]
     pub assign_tag: Option<String>,
+    /// Conditions on values of the object (sartor only:
+    /// `mutations.sartor.dev/v1`), all of which must hold for it to apply.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<ValueCondition>,
 }

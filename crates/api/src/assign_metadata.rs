@@ -4,7 +4,7 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::common::AssignField;
+use crate::common::{AssignField, ValueCondition};
 use crate::matching::Match;
 use crate::status::MutatorStatus;
 
@@ -48,4 +48,8 @@ pub struct AssignMetadataSpec {
 pub struct MetadataParameters {
     /// The label or annotation value: a string `value`, or `fromMetadata`.
     pub assign: AssignField,
+    /// Conditions on values of the object (sartor only:
+    /// `mutations.sartor.dev/v1`), all of which must hold for it to apply.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<ValueCondition>,
 }

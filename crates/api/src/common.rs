@@ -1,4 +1,7 @@
-//! Spec parts shared by several mutator kinds: pathTests and the value to assign.
+//! Spec parts shared by several mutator kinds: pathTests, value conditions
+//! and the value to assign.
+
+use std::fmt;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -24,6 +27,85 @@ pub enum Condition {
     MustExist,
     /// Nothing may be at the subPath.
     MustNotExist,
+}
+
+/// A condition on a value of the object being mutated (sartor only:
+/// `mutations.sartor.dev/v1`). The mutator applies only to objects where every
+/// condition holds; conditions are checked after `match`, on the object as
+/// earlier mutators have left it.
+///
+/// A condition must not read what another mutator may write (a path where one
+/// is a prefix of the other, on kinds and operations both apply to): the
+/// mutator could then start and stop applying as the other one changes the
+/// object. Such a mutator is reported as conflicting and not enforced until the
+/// other one is removed or changed, as with schema conflicts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schemars(extend("x-kubernetes-validations" = [
+    {
+        "rule": "!(self.operator in ['In', 'NotIn']) || (has(self.values) && self.values.size() > 0)",
+        "message": "In and NotIn need at least one value",
+    },
+    {
+        "rule": "!(self.operator in ['Exists', 'DoesNotExist']) || !has(self.values) || self.values.size() == 0",
+        "message": "Exists and DoesNotExist take no values",
+    },
+]))]
+pub struct ValueCondition {
+    /// The field to read, in location syntax, e.g. `spec.type`,
+    /// `metadata.labels.team` or `spec.ports[port: 443].protocol`. A keyed
+    /// selector reads the first element with that key; globs (`[name: *]`) and
+    /// `notin` selectors are not allowed, since a condition reads one value.
+    /// A field of something that is not an object, or a selector on something
+    /// that is not a list, reads as absent.
+    pub path: String,
+    /// `In`: the value at `path` equals one of `values`. `NotIn`: nothing is
+    /// at `path`, or its value equals none of `values`. `Exists`: something is
+    /// at `path` (`null` counts). `DoesNotExist`: nothing is.
+    pub operator: ValueOperator,
+    /// The values `In` and `NotIn` compare with: any JSON values, equal when
+    /// the whole value is equal (numbers by value, so `1` equals `1.0`; the
+    /// string `"1"` never equals the number `1`). Empty for `Exists` and
+    /// `DoesNotExist`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(schema_with = "crate::schema::any_list")]
+    pub values: Vec<serde_json::Value>,
+}
+
+/// How a value condition compares the value at its path: `In`, `NotIn`, `Exists` or `DoesNotExist`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+pub enum ValueOperator {
+    /// The value is present and equals one of `values`.
+    In,
+    /// The value is absent, or equals none of `values`.
+    NotIn,
+    /// Something is present (a `null` counts).
+    Exists,
+    /// Nothing is present.
+    DoesNotExist,
+}
+
+impl ValueOperator {
+    /// The operator as written in YAML.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ValueOperator::In => "In",
+            ValueOperator::NotIn => "NotIn",
+            ValueOperator::Exists => "Exists",
+            ValueOperator::DoesNotExist => "DoesNotExist",
+        }
+    }
+
+    /// Whether it compares with `values` (`In`, `NotIn`) rather than taking none.
+    pub fn takes_values(self) -> bool {
+        matches!(self, ValueOperator::In | ValueOperator::NotIn)
+    }
+}
+
+impl fmt::Display for ValueOperator {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// Where the assigned value comes from: exactly one of `value`,

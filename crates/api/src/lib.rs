@@ -34,7 +34,7 @@ pub use assign_image::{AssignImage, AssignImageParameters, AssignImageSpec};
 pub use assign_metadata::{AssignMetadata, AssignMetadataSpec, MetadataParameters};
 pub use common::{
     AssignField, Condition, DataSource, ExternalData, FailurePolicy, FromMetadata, FromNamespace,
-    MetadataField, PathTest,
+    MetadataField, PathTest, ValueCondition, ValueOperator,
 };
 pub use expansion::{
     EXPANSION_GROUP, EXPANSION_VERSIONS, ExpansionTemplate, ExpansionTemplateSpec,
@@ -174,6 +174,16 @@ impl MutatorObject {
         }
     }
 
+    /// `spec.parameters.conditions` (sartor only), in order.
+    pub fn conditions(&self) -> &[ValueCondition] {
+        match self {
+            MutatorObject::Assign(m) => &m.spec.parameters.conditions,
+            MutatorObject::AssignImage(m) => &m.spec.parameters.conditions,
+            MutatorObject::AssignMetadata(m) => &m.spec.parameters.conditions,
+            MutatorObject::ModifySet(m) => &m.spec.parameters.conditions,
+        }
+    }
+
     /// The first field it uses that only sartor's API has (its path and what
     /// it is), or `None`: such a mutator needs sartor's apiVersion, since a
     /// Gatekeeper apiVersion always means exactly Gatekeeper's behaviour.
@@ -192,6 +202,9 @@ impl MutatorObject {
         // Any `remove`, even `false`: Gatekeeper's schema has no such field.
         if assign.is_some_and(|a| a.remove.is_some()) {
             return Some(("spec.parameters.assign.remove", "removal"));
+        }
+        if !self.conditions().is_empty() {
+            return Some(("spec.parameters.conditions", "a value condition"));
         }
         // A pathTest's subPath is a prefix of the location: checking the
         // location is enough. One that does not parse is the engine's to report.

@@ -4,7 +4,7 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::common::PathTest;
+use crate::common::{PathTest, ValueCondition};
 use crate::matching::{ApplyTo, Match};
 use crate::status::MutatorStatus;
 
@@ -55,6 +55,10 @@ pub struct ModifySetParameters {
     /// The values to merge or prune.
     #[serde(default)]
     pub values: Values,
+    /// Conditions on values of the object (sartor only:
+    /// `mutations.sartor.dev/v1`), all of which must hold for it to apply.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<ValueCondition>,
 }
 
 /// `merge` adds each value not already present (the default); `prune` removes every element equal to a value.

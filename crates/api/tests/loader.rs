@@ -221,7 +221,7 @@ spec:
     assert_eq!(
         problems("mutators/pull.yaml", text),
         [
-            "mutators/pull.yaml: document 2 (Assign always-pull): spec.parameters.pathTest: unknown field `pathTest`, expected `pathTests` or `assign`"
+            "mutators/pull.yaml: document 2 (Assign always-pull): spec.parameters.pathTest: unknown field `pathTest`, expected one of `pathTests`, `assign`, `conditions`"
         ]
     );
 }
@@ -619,6 +619,28 @@ fn sartor_extensions_need_sartors_api_version() {
                 "{value: Always}"
             )
         ),
+        Vec::<String>::new()
+    );
+}
+
+#[test]
+fn value_conditions_need_sartors_api_version() {
+    let modify_set = |api_version: &str| {
+        format!(
+            "apiVersion: {api_version}\nkind: ModifySet\nmetadata: {{name: s}}\n\
+             spec:\n  applyTo: [{{groups: [''], versions: [v1], kinds: [Pod]}}]\n  \
+             location: spec.finalizers\n  parameters:\n    values: {{fromList: [x]}}\n    \
+             conditions: [{{path: spec.type, operator: In, values: [a]}}]\n"
+        )
+    };
+    assert_eq!(
+        problems("m.yaml", &modify_set("mutations.gatekeeper.sh/v1")),
+        [
+            "m.yaml: document 1 (ModifySet s): spec.parameters.conditions: a value condition is a sartor extension, not part of Gatekeeper's API (mutations.gatekeeper.sh/v1); use apiVersion mutations.sartor.dev/v1 for this mutator"
+        ]
+    );
+    assert_eq!(
+        problems("m.yaml", &modify_set("mutations.sartor.dev/v1")),
         Vec::<String>::new()
     );
 }

@@ -128,7 +128,7 @@ pub fn analysis_findings(system: &System, origins: &HashMap<MutatorId, Origin>) 
 
 /// Loads and compiles every mutator under `paths`: the System of those that
 /// compiled, and every problem found (unreadable input, invalid document,
-/// invalid mutator, schema conflict), in input order.
+/// invalid mutator, schema or condition conflict), in input order.
 pub fn system(paths: &[String]) -> (System, Vec<Finding>) {
     let inputs: Vec<Input> = paths.iter().map(|p| Input::from_arg(p)).collect();
     let (system, findings, _) = compile(load_mutators(&inputs));

@@ -23,7 +23,7 @@ use clap::{Parser, Subcommand};
     name = "sartor",
     version,
     after_help = "Exit codes: 0 ok; 1 a mutation or a test case failed; 2 invalid input \
-                  (unreadable files, invalid mutators, schema conflicts).\n\
+                  (unreadable files, invalid mutators, schema or condition conflicts).\n\
                   Results go to stdout, problems to stderr."
 )]
 struct Cli {
@@ -50,7 +50,7 @@ pub enum Outcome {
     /// `mutate --exit-code`: at least one object would change.
     Changed,
     /// The input could not be used: unreadable files, invalid mutators,
-    /// schema conflicts.
+    /// schema or condition conflicts.
     InvalidInput,
 }
 

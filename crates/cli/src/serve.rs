@@ -539,7 +539,7 @@ impl MutatorWatcher {
             return;
         }
         for finding in &findings {
-            tracing::warn!(problem = %finding, "mutator conflict: neither mutator is enforced");
+            tracing::warn!(problem = %finding, "mutator conflict: not enforced until it clears");
         }
         self.webhook.metrics().record_mutator_reload(true);
         let (mutators, conflicted) = (system.len(), system.conflicted().len());

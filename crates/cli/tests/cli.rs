@@ -271,6 +271,43 @@ fn lint_lists_every_problem_and_exits_2() {
 }
 
 #[test]
+fn lint_reports_a_condition_reading_what_another_mutator_writes() {
+    let gold_priority = "apiVersion: mutations.sartor.dev/v1
+kind: Assign
+metadata: {name: gold-priority}
+spec:
+  applyTo: [{groups: [''], versions: [v1], kinds: [Pod]}]
+  location: spec.priorityClassName
+  parameters:
+    assign: {value: gold}
+    conditions: [{path: metadata.labels.tier, operator: In, values: [gold]}]
+";
+    let dir = scratch(
+        "lint-condition",
+        &[("m.yaml", &format!("{PROD_ONLY}---\n{gold_priority}"))],
+    );
+    let (code, stdout, stderr) = sartor(&dir, &["lint", "-m", "m.yaml"], "");
+    assert_eq!((code, stdout.as_str()), (2, ""));
+    assert_eq!(
+        stderr,
+        "error: m.yaml: document 2: Assign gold-priority: its condition on metadata.labels.tier reads what AssignMetadata tier writes (metadata.labels.tier) (v1 Pod CREATE and 1 more)\n"
+    );
+    let (code, stdout, _) = sartor(&dir, &["lint", "-m", "m.yaml", "-o", "json"], "");
+    assert_eq!(code, 2);
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&stdout).unwrap(),
+        serde_json::json!({
+            "mutators": 2,
+            "skipped": 0,
+            "findings": [
+                {"category": "conflict", "file": "m.yaml", "document": 2, "item": null, "subject": "Assign gold-priority",
+                 "message": "its condition on metadata.labels.tier reads what AssignMetadata tier writes (metadata.labels.tier) (v1 Pod CREATE and 1 more)"},
+            ],
+        })
+    );
+}
+
+#[test]
 fn lint_passes_a_clean_set() {
     let dir = scratch(
         "lint-clean",

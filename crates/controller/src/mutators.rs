@@ -8,7 +8,7 @@ use sartor_api::{
     Document, GATEKEEPER_GROUP, GROUP, MutatorError, MutatorKind, MutatorPodStatus, Origin,
     parse_mutator,
 };
-use sartor_engine::{Mutator, MutatorId, System};
+use sartor_engine::{Conflict, Mutator, MutatorId, System};
 use sartor_webhook::Snapshot;
 use serde_json::Value;
 
@@ -236,7 +236,13 @@ impl MutatorSet {
                 .conflicts(&id)
                 .into_iter()
                 .map(|conflict| MutatorError {
-                    kind: Some("schema_conflict".to_string()),
+                    kind: Some(
+                        match conflict {
+                            Conflict::Schema(_) => "schema_conflict",
+                            Conflict::Condition(_) => "condition_conflict",
+                        }
+                        .to_string(),
+                    ),
                     message: conflict.to_string(),
                 })
                 .collect(),
@@ -443,6 +449,40 @@ mod tests {
         assert_eq!(
             set.status_changes("pod-a"),
             [(key(Group::Sartor, "a"), enforced(1, "uid-a"))]
+        );
+    }
+
+    #[test]
+    fn a_condition_conflict_is_reported_on_the_reader_only_and_clears_with_the_writer() {
+        let mut set = MutatorSet::new();
+        let mut reader = assign("reader", "spec.y", 1);
+        reader["spec"]["parameters"]["conditions"] =
+            json!([{"path": "spec.x", "operator": "DoesNotExist"}]);
+        set.apply(Group::Sartor, MutatorKind::Assign, &reader);
+        set.apply(
+            Group::Sartor,
+            MutatorKind::Assign,
+            &assign("writer", "spec.x", 1),
+        );
+        let status = MutatorPodStatus {
+            enforced: false,
+            errors: vec![MutatorError {
+                kind: Some("condition_conflict".to_string()),
+                message: "its condition on spec.x reads what Assign writer writes (spec.x) (v1 Pod CREATE and 1 more)".to_string(),
+            }],
+            ..enforced(1, "uid-reader")
+        };
+        assert_eq!(
+            set.status_changes("pod-a"),
+            [
+                (key(Group::Sartor, "reader"), status),
+                (key(Group::Sartor, "writer"), enforced(1, "uid-writer")),
+            ]
+        );
+        assert!(set.delete(Group::Sartor, MutatorKind::Assign, "writer"));
+        assert_eq!(
+            set.status_changes("pod-a"),
+            [(key(Group::Sartor, "reader"), enforced(1, "uid-reader"))]
         );
     }
 

@@ -220,8 +220,9 @@ impl<'s> Facts<'s> {
         let own = |depth: usize| {
             depth == last && matches!(effect, Effect::Remove | Effect::AddIfAbsent { .. })
         };
-        let unconditional = (0..mutator.location().len())
-            .all(|depth| mutator.tests().condition_at(depth).is_none() || own(depth));
+        let unconditional = mutator.conditions().is_empty()
+            && (0..mutator.location().len())
+                .all(|depth| mutator.tests().condition_at(depth).is_none() || own(depth));
         Facts {
             mutator,
             targets: Targets::of([mutator]),

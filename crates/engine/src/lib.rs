@@ -2,8 +2,10 @@
 //! JSON and a trace of what changed out.
 //!
 //! ```text
-//!  MutatorObject ──Mutator::compile──▶ Mutator (location, pathTests, applyTo, match, setter)
-//!                                          │ System::upsert / remove (schema-conflict check)
+//!  MutatorObject ──Mutator::compile──▶ Mutator (location, pathTests, applyTo, match,
+//!                                               value conditions, setter)
+//!                                          │ System::upsert / remove (schema- and
+//!                                          │  condition-conflict checks)
 //!                                          ▼
 //!  object + Request ──System::mutate──▶ candidates for the object's kind (index)
 //!                                       ──▶ match ──▶ walk + setter, in fixed order,
@@ -18,6 +20,8 @@
 //! docs say where sartor deliberately differs.
 
 pub mod analysis;
+pub mod condition;
+pub mod conflict;
 pub mod expansion;
 pub mod image;
 pub mod labels;
@@ -29,11 +33,13 @@ pub mod system;
 pub mod targets;
 pub mod walk;
 
+pub use condition::{CompiledCondition, ConditionConflict};
+pub use conflict::Conflict;
 pub use expansion::{ExpandError, ExpandFailure, Expander, Generated, Template, TemplatesError};
 pub use mutator::{
     Applies, ApplyError, CompileError, Mutator, MutatorId, Operations, Problem, Terminal,
 };
 pub use request::{Gvk, Operation, Request, Source};
-pub use schema::{Conflict, Shape};
+pub use schema::{SchemaConflict, Shape};
 pub use system::{Change, Failure, MUTATIONS_ANNOTATION, MutateError, Mutation, ObjectRef, System};
 pub use targets::{KindPattern, Targets};

@@ -15,10 +15,11 @@ mod modify_set;
 use std::collections::BTreeMap;
 use std::fmt;
 
-use sartor_api::{ApplyTo, MutatorKind, MutatorObject, Operation as ApiOperation};
-use sartor_location::{Node, ParseError, Path, PathTestError, PathTests};
+use sartor_api::{ApplyTo, MutatorKind, MutatorObject, Operation as ApiOperation, ValueOperator};
+use sartor_location::{ListSelector, Node, ParseError, Path, PathTestError, PathTests};
 use serde_json::Value;
 
+use crate::condition::CompiledCondition;
 use crate::image::ImageError;
 use crate::matching::{MatchCompileError, MatchError, Matcher};
 use crate::request::{Gvk, Operation, Request};
@@ -43,6 +44,7 @@ pub struct Mutator {
     tests: PathTests,
     applies: Applies,
     matcher: Matcher,
+    conditions: Vec<CompiledCondition>,
     action: Action,
 }
 
@@ -313,6 +315,40 @@ pub enum Problem {
     /// Invalid AssignImage parameters.
     #[error("spec.parameters: {0}")]
     Image(ImageError),
+    /// A value condition's path does not parse.
+    #[error("spec.parameters.conditions[{index}].path: {source}")]
+    ConditionPath {
+        /// Position in `conditions`, from 0.
+        index: usize,
+        /// Why.
+        source: ParseError,
+    },
+    /// A value condition's path has a glob or a `notin` selector.
+    #[error(
+        "spec.parameters.conditions[{index}].path: {selector} may select several elements; a condition reads one value, so select one element with [key: value]"
+    )]
+    ConditionSelectsSeveral {
+        /// Position in `conditions`, from 0.
+        index: usize,
+        /// The selector.
+        selector: ListSelector,
+    },
+    /// `In` or `NotIn` without values.
+    #[error("spec.parameters.conditions[{index}].values: {operator} needs at least one value")]
+    ConditionValuesMissing {
+        /// Position in `conditions`, from 0.
+        index: usize,
+        /// The operator.
+        operator: ValueOperator,
+    },
+    /// `Exists` or `DoesNotExist` with values.
+    #[error("spec.parameters.conditions[{index}].values: {operator} takes no values")]
+    ConditionValuesGiven {
+        /// Position in `conditions`, from 0.
+        index: usize,
+        /// The operator.
+        operator: ValueOperator,
+    },
 }
 
 /// A mutator could not run on an object.
@@ -371,6 +407,15 @@ impl Mutator {
             MutatorObject::AssignImage(m) => assign_image::compile(&m.spec),
         }
         .map_err(problem)?;
+        // Unlike a location, a condition may read metadata (labels, say):
+        // reading it changes nothing.
+        let conditions = object
+            .conditions()
+            .iter()
+            .enumerate()
+            .map(|(index, condition)| CompiledCondition::compile(index, condition))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(problem)?;
         Ok(Mutator {
             generation: object.metadata().generation,
             id,
@@ -378,6 +423,7 @@ impl Mutator {
             tests: parts.tests,
             applies: parts.applies,
             matcher: parts.matcher,
+            conditions,
             action: parts.action,
         })
     }
@@ -395,6 +441,11 @@ impl Mutator {
     /// The parsed location.
     pub fn location(&self) -> &Path {
         &self.location
+    }
+
+    /// Its value conditions (sartor only), in the order written; all must hold.
+    pub fn conditions(&self) -> &[CompiledCondition] {
+        &self.conditions
     }
 
     /// The kinds and operations it applies to.
@@ -420,8 +471,8 @@ impl Mutator {
         matches!(self.action, Action::AssignImage(_))
     }
 
-    /// Whether it mutates `object` (of kind `gvk`) in this request: applyTo
-    /// then `match`.
+    /// Whether it mutates `object` (of kind `gvk`) in this request: applyTo,
+    /// then `match`, then its value conditions on `object` as it is now.
     ///
     /// # Errors
     /// [`MatchError`] when the match criteria cannot be decided.
@@ -435,6 +486,9 @@ impl Mutator {
             return Ok(false);
         }
         if !self.matcher.matches(object, gvk, request)? {
+            return Ok(false);
+        }
+        if !self.conditions.iter().all(|c| c.holds(object)) {
             return Ok(false);
         }
         // A value from the Namespace is decided here, like a namespaceSelector:

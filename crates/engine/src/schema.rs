@@ -62,7 +62,7 @@ pub enum Shape {
 
 /// Two mutators disagreeing about one field.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Conflict {
+pub struct SchemaConflict {
     /// The other mutator.
     pub with: MutatorId,
     /// The field they disagree about (a prefix of this mutator's location).
@@ -150,7 +150,7 @@ impl SchemaDb {
 
     /// The disagreements of one mutator, for status and messages: one entry
     /// per other mutator and field, with the scopes it happens in.
-    pub fn conflicts(&self, id: &MutatorId) -> Vec<Conflict> {
+    pub fn conflicts(&self, id: &MutatorId) -> Vec<SchemaConflict> {
         let Some(entry) = self.entries.get(id) else {
             return Vec::new();
         };
@@ -185,11 +185,11 @@ impl SchemaDb {
                 }
             }
         }
-        let mut conflicts: Vec<Conflict> = found
+        let mut conflicts: Vec<SchemaConflict> = found
             .into_iter()
             .map(|((with, depth, mine, theirs), mut bindings)| {
                 bindings.sort();
-                Conflict {
+                SchemaConflict {
                     with,
                     path: entry
                         .path
@@ -435,9 +435,9 @@ impl fmt::Display for Shape {
     }
 }
 
-// === impl Conflict ===
+// === impl SchemaConflict ===
 
-impl fmt::Display for Conflict {
+impl fmt::Display for SchemaConflict {
     /// `conflicts with ModifySet b about spec.containers: this mutator treats
     /// it as a list keyed by name, ModifySet b as a list of values (v1 Pod CREATE)`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -1,6 +1,7 @@
 //! The mutator system: every compiled mutator in Gatekeeper's fixed order,
-//! indexed by the kinds they apply to, checked for schema conflicts, and
-//! applied to an object pass after pass until it stops changing.
+//! indexed by the kinds they apply to, checked for schema conflicts and
+//! condition conflicts, and applied to an object pass after pass until it
+//! stops changing.
 //!
 //! A `System` is a plain value: clone it to take a snapshot, change the clone,
 //! and swap it in (an `Arc<System>` behind a lock or `ArcSwap`) while requests
@@ -14,10 +15,12 @@ use std::sync::Arc;
 use sartor_location::Path;
 use serde_json::{Map, Value};
 
+use crate::condition::{ConditionConflict, may_write};
+use crate::conflict::Conflict;
 use crate::matching::{MatchError, metadata_str};
 use crate::mutator::{Applies, Mutator, MutatorId};
 use crate::request::{Gvk, Request};
-use crate::schema::{Conflict, Entry, SchemaDb};
+use crate::schema::{Binding, Entry, SchemaDb};
 use crate::targets::Targets;
 use crate::walk::WalkError;
 
@@ -33,6 +36,12 @@ pub struct System {
     /// Mutators that apply to every kind (AssignMetadata).
     everywhere: BTreeMap<MutatorId, Arc<Mutator>>,
     schema: SchemaDb,
+    /// The mutators with value conditions (few, usually none).
+    readers: BTreeSet<MutatorId>,
+    /// The mutators in condition conflict, with what they conflict with.
+    condition_conflicts: BTreeMap<MutatorId, Vec<ConditionConflict>>,
+    /// Every mutator in schema or condition conflict: skipped.
+    conflicted: BTreeSet<MutatorId>,
     annotate: bool,
 }
 
@@ -135,16 +144,17 @@ impl System {
     }
 
     /// Adds or replaces a mutator. Returns the mutators this puts in schema
-    /// conflict (itself included); they stay loaded but are skipped until the
-    /// conflict clears.
+    /// conflict (itself included) or newly puts in condition conflict; they
+    /// stay loaded but are skipped until the conflict clears.
     pub fn upsert(&mut self, mutator: Mutator) -> BTreeSet<MutatorId> {
         let id = mutator.id().clone();
         if self.mutators.get(&id).is_some_and(|m| **m == mutator) {
             return BTreeSet::new();
         }
-        self.remove(&id);
+        let before: BTreeSet<MutatorId> = self.condition_conflicts.keys().cloned().collect();
+        self.detach(&id);
         let mutator = Arc::new(mutator);
-        let conflicts = match mutator.terminal() {
+        let mut conflicts = match mutator.terminal() {
             Some(terminal) => self.schema.upsert(
                 &id,
                 Entry {
@@ -173,13 +183,32 @@ impl System {
                 }
             }
         }
-        self.mutators.insert(id, mutator);
+        if !mutator.conditions().is_empty() {
+            self.readers.insert(id.clone());
+        }
+        self.mutators.insert(id.clone(), mutator);
+        self.check_conditions();
+        conflicts.extend(
+            self.condition_conflicts
+                .keys()
+                .filter(|other| **other == id || !before.contains(*other))
+                .cloned(),
+        );
         conflicts
     }
 
     /// Removes a mutator, clearing the conflicts it caused. Returns it.
     pub fn remove(&mut self, id: &MutatorId) -> Option<Arc<Mutator>> {
+        let mutator = self.detach(id)?;
+        self.check_conditions();
+        Some(mutator)
+    }
+
+    /// Removes a mutator from the indexes and the schema, leaving condition
+    /// conflicts to the caller.
+    fn detach(&mut self, id: &MutatorId) -> Option<Arc<Mutator>> {
         let mutator = self.mutators.remove(id)?;
+        self.readers.remove(id);
         self.schema.remove(id);
         match mutator.applies() {
             Applies::Everything => {
@@ -197,6 +226,58 @@ impl System {
             }
         }
         Some(mutator)
+    }
+
+    /// Recomputes the condition conflicts of every mutator with value
+    /// conditions (there are few), and the set of mutators to skip.
+    ///
+    /// A mutator X is in condition conflict when another mutator Y may write
+    /// a path one of X's conditions reads ([`may_write`]), on kinds and
+    /// operations both apply to: Y could then make X's condition start or
+    /// stop holding from one pass to the next, and the two could oscillate.
+    /// Every loaded Y counts, even one that is itself skipped: whether X is
+    /// enforced then does not depend on the order mutators arrived in.
+    ///
+    /// X's own location does not count. X applies only while its condition
+    /// holds, so its write can only keep the condition holding or make it
+    /// stop; once it stops, X no longer applies and nothing else writes what
+    /// it reads, so the object stays as X left it: that converges.
+    fn check_conditions(&mut self) {
+        let mut found: BTreeMap<MutatorId, Vec<ConditionConflict>> = BTreeMap::new();
+        for reader in self.readers.iter().filter_map(|id| self.mutators.get(id)) {
+            let mut conflicts: Vec<ConditionConflict> = Vec::new();
+            for condition in reader.conditions() {
+                for writer in self.mutators.values() {
+                    if writer.id() == reader.id() || !may_write(writer.location(), condition.path())
+                    {
+                        continue;
+                    }
+                    let Some(bindings) = shared_bindings(reader.applies(), writer.applies()) else {
+                        continue;
+                    };
+                    let conflict = ConditionConflict {
+                        condition: condition.path().clone(),
+                        with: writer.id().clone(),
+                        writes: writer.location().clone(),
+                        bindings,
+                    };
+                    if !conflicts.contains(&conflict) {
+                        conflicts.push(conflict);
+                    }
+                }
+            }
+            if !conflicts.is_empty() {
+                found.insert(reader.id().clone(), conflicts);
+            }
+        }
+        self.conflicted = self
+            .schema
+            .conflicted()
+            .iter()
+            .chain(found.keys())
+            .cloned()
+            .collect();
+        self.condition_conflicts = found;
     }
 
     /// The mutator with this id.
@@ -219,8 +300,8 @@ impl System {
         self.mutators.is_empty()
     }
 
-    /// The kinds and operations the enforced mutators (those not in schema
-    /// conflict) can mutate: what the webhook's rules must send.
+    /// The kinds and operations the enforced mutators (those not in schema or
+    /// condition conflict) can mutate: what the webhook's rules must send.
     pub fn targets(&self) -> Targets {
         Targets::of(
             self.mutators()
@@ -229,20 +310,29 @@ impl System {
         )
     }
 
-    /// Whether a mutator is in schema conflict and so skipped.
+    /// Whether a mutator is in schema or condition conflict and so skipped.
     pub fn is_conflicted(&self, id: &MutatorId) -> bool {
-        self.schema.is_conflicted(id)
+        self.conflicted.contains(id)
     }
 
-    /// Every mutator in schema conflict.
+    /// Every mutator in schema or condition conflict.
     pub fn conflicted(&self) -> &BTreeSet<MutatorId> {
-        self.schema.conflicted()
+        &self.conflicted
     }
 
-    /// What a mutator conflicts with, and about which field; empty when it
-    /// is not in conflict.
+    /// What a mutator conflicts with, and about which field: its schema
+    /// conflicts, then its condition conflicts; empty when it is not in
+    /// conflict.
     pub fn conflicts(&self, id: &MutatorId) -> Vec<Conflict> {
-        self.schema.conflicts(id)
+        let schema = self.schema.conflicts(id).into_iter().map(Conflict::from);
+        let conditions = self
+            .condition_conflicts
+            .get(id)
+            .into_iter()
+            .flatten()
+            .cloned()
+            .map(Conflict::from);
+        schema.chain(conditions).collect()
     }
 
     /// Mutates `object` in place: applies every matching mutator in order,
@@ -411,7 +501,7 @@ impl System {
                 (None, None) => break,
             };
             if let Some((id, mutator)) = next
-                && !self.schema.is_conflicted(id)
+                && !self.conflicted.contains(id)
             {
                 candidates.push(mutator);
             }
@@ -455,6 +545,24 @@ impl System {
             annotations.insert(MUTATIONS_ANNOTATION.to_string(), Value::String(value));
         }
     }
+}
+
+/// The (kind, operation) pairs two mutators both apply to, sorted; `None`
+/// when there is none. Empty when both apply to everything (AssignMetadata).
+fn shared_bindings(a: &Applies, b: &Applies) -> Option<Vec<Binding>> {
+    let shared: Vec<Binding> = match (a, b) {
+        (Applies::Everything, Applies::Everything) => return Some(Vec::new()),
+        (Applies::Everything, other) | (other, Applies::Everything) => other
+            .bindings()
+            .map(|(gvk, op)| (gvk.clone(), op))
+            .collect(),
+        (Applies::Kinds(_), Applies::Kinds(_)) => a
+            .bindings()
+            .filter(|(gvk, op)| b.allows(gvk, *op))
+            .map(|(gvk, op)| (gvk.clone(), op))
+            .collect(),
+    };
+    (!shared.is_empty()).then_some(shared)
 }
 
 /// Whether some change of a pass may have undone another: two changes at the

@@ -12,6 +12,8 @@ mod analysis;
 mod apply;
 #[path = "engine/compile.rs"]
 mod compile;
+#[path = "engine/conditions.rs"]
+mod conditions;
 #[path = "engine/exclusion.rs"]
 mod exclusion;
 #[path = "engine/expansion.rs"]

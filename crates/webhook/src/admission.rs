@@ -9,7 +9,7 @@ use base64::Engine as _;
 use sartor_api::{
     Document, GATEKEEPER_GROUP, GROUP, MutatorKind, Origin, Wildcard, json_type, parse_mutator,
 };
-use sartor_engine::{Gvk, Mutator, MutatorId, Operation, Request, Source, System};
+use sartor_engine::{Conflict, Gvk, Mutator, MutatorId, Operation, Request, Source, System};
 use sartor_location::{KeyValue, Node, Path};
 use serde_json::Value;
 
@@ -542,12 +542,23 @@ impl Webhook {
         let mut response = AdmissionResponse::allow(uid);
         if let Some(snapshot) = self.current() {
             let mut system = snapshot.system.clone();
-            system.upsert(mutator);
+            let conflicted = system.upsert(mutator);
             response.warnings = system
                 .conflicts(&id)
                 .iter()
-                .map(|conflict| format!("{id} {conflict}; neither is enforced until one changes"))
+                .map(|conflict| conflict_warning(&id, conflict))
                 .collect();
+            // A mutator whose condition reads what this one writes is not
+            // enforced because of it, though this one has no conflict itself.
+            for other in conflicted.iter().filter(|other| **other != id) {
+                response.warnings.extend(
+                    system
+                        .conflicts(other)
+                        .iter()
+                        .filter(|c| matches!(c, Conflict::Condition(_)) && *c.with() == id)
+                        .map(|conflict| conflict_warning(other, conflict)),
+                );
+            }
             // What the analysis finds about the set with this mutator in
             // it, as far as it involves this mutator: warnings, never a denial.
             response.warnings.extend(
@@ -610,6 +621,16 @@ fn review_reply(response: AdmissionResponse, version: &str, outcome: &'static st
             outcome,
         },
         Err(error) => internal_error(&format!("encoding the AdmissionReview: {error}")),
+    }
+}
+
+/// The `/v1/validate` warning for a conflict of mutator `id`.
+fn conflict_warning(id: &MutatorId, conflict: &Conflict) -> String {
+    match conflict {
+        Conflict::Schema(_) => format!("{id} {conflict}; neither is enforced until one changes"),
+        Conflict::Condition(_) => {
+            format!("{id}: {conflict}; it is not enforced until one of them changes")
+        }
     }
 }
 

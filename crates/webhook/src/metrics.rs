@@ -6,7 +6,7 @@
 //! | `sartor_admission_request_duration_seconds` | histogram | `endpoint`, `outcome` |
 //! | `sartor_mutations_applied_total` | counter | `kind`, `name` (mutator) |
 //! | `sartor_convergence_passes` | histogram | |
-//! | `sartor_mutators` | gauge | `kind`, `state` (`enforced`, `error`, `conflict`) |
+//! | `sartor_mutators` | gauge | `kind`, `state` (`enforced`, `error`, `conflict`: schema or condition) |
 //! | `sartor_mutator_reloads_total` | counter | `result` (`ok`, `error`) |
 //! | `sartor_mutator_crd_installed` | gauge (1, 0) | `group`, `kind` |
 //! | `sartor_tls_certificate_reloads_total` | counter | `result` (`ok`, `error`) |

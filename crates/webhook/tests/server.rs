@@ -994,6 +994,86 @@ async fn validate_warns_of_what_the_analysis_finds_about_the_mutator() {
     harness.stop().await;
 }
 
+#[tokio::test]
+async fn a_mutator_in_condition_conflict_is_skipped_and_validate_warns_of_it() {
+    let harness = Setup {
+        mutators: Some("conditions.yaml"),
+        ..Setup::new()
+    }
+    .start("conditions")
+    .await;
+    // owned-priority would set spec.priorityClassName once owner has
+    // labelled the Pod; it reads what owner writes, so it is skipped.
+    let answer = harness
+        .mutate(&review("admission.k8s.io/v1", "CREATE", "shop", pod()))
+        .await;
+    assert_eq!(
+        decode_patch(&answer),
+        json!([
+            {"op": "add", "path": "/metadata/labels/owner", "value": "shop"},
+            {"op": "add", "path": "/spec/restartPolicy", "value": "Never"},
+        ])
+    );
+    for line in [
+        "sartor_mutators{kind=\"Assign\",state=\"enforced\"} 1",
+        "sartor_mutators{kind=\"Assign\",state=\"conflict\"} 1",
+        "sartor_mutators{kind=\"AssignMetadata\",state=\"enforced\"} 1",
+    ] {
+        harness.assert_metric(line).await;
+    }
+    let mut client = harness.client().await;
+    let mut validate = async |object: Value| -> Value {
+        let answer = client
+            .post("/v1/validate", mutator_review(object).to_string())
+            .await
+            .unwrap();
+        serde_json::from_str::<Value>(&answer.body).unwrap()["response"].take()
+    };
+    // A new mutator reading the label: warned about its own conflict.
+    let reader = json!({
+        "apiVersion": "mutations.sartor.dev/v1",
+        "kind": "Assign",
+        "metadata": {"name": "owned-dns"},
+        "spec": {
+            "applyTo": [{"groups": [""], "versions": ["v1"], "kinds": ["Pod"]}],
+            "location": "spec.dnsPolicy",
+            "parameters": {
+                "assign": {"value": "Default"},
+                "conditions": [{"path": "metadata.labels.owner", "operator": "In", "values": ["shop"]}],
+            },
+        },
+    });
+    assert_eq!(
+        validate(reader).await,
+        json!({
+            "uid": UID,
+            "allowed": true,
+            "warnings": ["Assign owned-dns: its condition on metadata.labels.owner reads what AssignMetadata owner writes (metadata.labels.owner) (v1 Pod CREATE and 1 more); it is not enforced until one of them changes"],
+        })
+    );
+    // A new mutator writing what never-restart reads: warned about the
+    // mutator it would stop enforcing.
+    let writer = json!({
+        "apiVersion": "mutations.sartor.dev/v1",
+        "kind": "Assign",
+        "metadata": {"name": "scheduler"},
+        "spec": {
+            "applyTo": [{"groups": [""], "versions": ["v1"], "kinds": ["Pod"]}],
+            "location": "spec.schedulerName",
+            "parameters": {"assign": {"value": "custom"}},
+        },
+    });
+    assert_eq!(
+        validate(writer).await,
+        json!({
+            "uid": UID,
+            "allowed": true,
+            "warnings": ["Assign never-restart: its condition on spec.schedulerName reads what Assign scheduler writes (spec.schedulerName) (v1 Pod CREATE and 1 more); it is not enforced until one of them changes"],
+        })
+    );
+    harness.stop().await;
+}
+
 /// A v1 review of a Namespace `name` going from `old` labels (no old object
 /// when `None`: a CREATE) to `new` labels.
 fn namespace_review(name: &str, old: Option<Value>, new: Value) -> Value {
