@@ -299,8 +299,10 @@ spec:
         serde_json::json!({
             "mutators": 2,
             "skipped": 0,
+            "errors": 1,
+            "warnings": 0,
             "findings": [
-                {"category": "conflict", "file": "m.yaml", "document": 2, "item": null, "subject": "Assign gold-priority",
+                {"category": "conflict", "severity": "error", "file": "m.yaml", "document": 2, "item": null, "subject": "Assign gold-priority",
                  "message": "its condition on metadata.labels.tier reads what AssignMetadata tier writes (metadata.labels.tier) (v1 Pod CREATE and 1 more)"},
             ],
         })
