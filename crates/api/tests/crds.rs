@@ -239,8 +239,10 @@ fn assign_image_needs_something_to_assign_and_a_marked_tag() {
     }
 }
 
+/// No CEL rule is attached to value conditions (the engine checks them), so
+/// every shape passes the schema's rules.
 #[test]
-fn value_conditions_take_values_only_with_in_and_not_in() {
+fn value_conditions_have_no_cel_rule_the_api_server_would_refuse() {
     let assign = |condition: &str| {
         format!(
             "apiVersion: mutations.sartor.dev/v1\nkind: Assign\nmetadata: {{name: a}}\n\
@@ -249,7 +251,7 @@ fn value_conditions_take_values_only_with_in_and_not_in() {
              parameters: {{assign: {{value: Local}}, conditions: [{condition}]}}\n"
         )
     };
-    let cases = [
+    let cases: [(&str, Vec<&str>); 5] = [
         (
             "{path: spec.type, operator: In, values: [LoadBalancer]}",
             vec![],
@@ -263,18 +265,9 @@ fn value_conditions_take_values_only_with_in_and_not_in() {
             "{path: spec.type, operator: DoesNotExist, values: []}",
             vec![],
         ),
-        (
-            "{path: spec.type, operator: In}",
-            vec!["spec.parameters.conditions[0]: In and NotIn need at least one value"],
-        ),
-        (
-            "{path: spec.type, operator: NotIn, values: []}",
-            vec!["spec.parameters.conditions[0]: In and NotIn need at least one value"],
-        ),
-        (
-            "{path: spec.type, operator: Exists, values: [x]}",
-            vec!["spec.parameters.conditions[0]: Exists and DoesNotExist take no values"],
-        ),
+        // The number of values is the engine's to check: CEL cannot see
+        // `values`, and the API server refuses a rule naming it.
+        ("{path: spec.type, operator: In}", vec![]),
     ];
     for (condition, want) in cases {
         assert_eq!(cel_errors(&assign(condition)), want, "{condition}");
