@@ -1068,7 +1068,10 @@ async fn a_mutator_in_condition_conflict_is_skipped_and_validate_warns_of_it() {
         json!({
             "uid": UID,
             "allowed": true,
-            "warnings": ["Assign never-restart: its condition on spec.schedulerName reads what Assign scheduler writes (spec.schedulerName) (v1 Pod CREATE and 1 more); it is not enforced until one of them changes"],
+            "warnings": [
+                "Assign never-restart: its condition on spec.schedulerName reads what Assign scheduler writes (spec.schedulerName) (v1 Pod CREATE and 1 more); it is not enforced until one of them changes",
+                "warning: Assign scheduler: breaks-update: it applies to v1 Pod on UPDATE and writes spec.schedulerName, which the API server does not let change once the object exists (spec is immutable: ValidatePodUpdate, Kubernetes v1.37.2); an update of a Pod created before this mutator, or that it did not mutate, is then refused. Limit its applyTo operations to CREATE",
+            ],
         })
     );
     harness.stop().await;
