@@ -26,7 +26,7 @@ use std::collections::HashMap;
 use std::fmt;
 
 use sartor_api::{MutatorKind, Scope};
-use sartor_location::{KeyValue, Literal, Node, Path};
+use sartor_location::{KeyValue, Node, Path};
 use serde_json::{Map, Value, json};
 
 use crate::mutator::{Applies, Effect, Mutator, MutatorId};
@@ -895,28 +895,8 @@ fn nodes_meet(a: &Node, b: &Node) -> bool {
     match (a, b) {
         (Node::Field(a), Node::Field(b)) => a == b,
         (Node::List(a), Node::List(b)) => {
-            a.key_field == b.key_field && keys_meet(&a.key_value, &b.key_value)
+            a.key_field == b.key_field && a.key_value.may_meet(&b.key_value)
         }
-        _ => false,
-    }
-}
-
-fn keys_meet(a: &KeyValue, b: &KeyValue) -> bool {
-    match (a, b) {
-        (KeyValue::Glob, _) | (_, KeyValue::Glob) | (KeyValue::NotIn(_), KeyValue::NotIn(_)) => {
-            true
-        }
-        (KeyValue::NotIn(set), key) | (key, KeyValue::NotIn(set)) => {
-            !set.values().iter().any(|literal| literal_is(literal, key))
-        }
-        (a, b) => a == b,
-    }
-}
-
-fn literal_is(literal: &Literal, key: &KeyValue) -> bool {
-    match (literal, key) {
-        (Literal::String(a), KeyValue::String(b)) => a == b,
-        (Literal::Integer(a), KeyValue::Integer(b)) => a == b,
         _ => false,
     }
 }

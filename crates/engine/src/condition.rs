@@ -20,7 +20,7 @@
 use std::fmt;
 
 use sartor_api::ValueOperator;
-use sartor_location::{KeyValue, ListSelector, Node, Path};
+use sartor_location::{ListSelector, Node, Path};
 use serde_json::Value;
 
 use crate::mutator::{MutatorId, Problem};
@@ -244,19 +244,7 @@ fn may_select_same(a: &ListSelector, b: &ListSelector) -> bool {
     if a.key_field != b.key_field {
         return true;
     }
-    match (&a.key_value, &b.key_value) {
-        (KeyValue::Glob, _) | (_, KeyValue::Glob) => true,
-        (KeyValue::NotIn(set), concrete) | (concrete, KeyValue::NotIn(set))
-            if concrete.is_concrete() =>
-        {
-            !set.values()
-                .iter()
-                .any(|literal| KeyValue::from(literal.clone()) == *concrete)
-        }
-        // Two exclusions: both select every key outside both sets.
-        (KeyValue::NotIn(_), _) | (_, KeyValue::NotIn(_)) => true,
-        (a, b) => a == b,
-    }
+    a.key_value.may_meet(&b.key_value)
 }
 
 // === impl ConditionConflict ===
@@ -270,14 +258,7 @@ impl fmt::Display for ConditionConflict {
             "its condition on {} reads what {} writes ({})",
             self.condition, self.with, self.writes
         )?;
-        if let Some((gvk, operation)) = self.bindings.first() {
-            write!(f, " ({gvk} {operation}")?;
-            if self.bindings.len() > 1 {
-                write!(f, " and {} more", self.bindings.len() - 1)?;
-            }
-            f.write_str(")")?;
-        }
-        Ok(())
+        crate::schema::write_bindings(f, &self.bindings)
     }
 }
 

@@ -435,6 +435,19 @@ impl fmt::Display for Shape {
     }
 }
 
+/// ` (v1 Pod CREATE and 2 more)`: where two mutators meet, as conflict
+/// messages end; nothing when `bindings` is empty.
+pub(crate) fn write_bindings(f: &mut fmt::Formatter<'_>, bindings: &[Binding]) -> fmt::Result {
+    if let Some((gvk, operation)) = bindings.first() {
+        write!(f, " ({gvk} {operation}")?;
+        if bindings.len() > 1 {
+            write!(f, " and {} more", bindings.len() - 1)?;
+        }
+        f.write_str(")")?;
+    }
+    Ok(())
+}
+
 // === impl SchemaConflict ===
 
 impl fmt::Display for SchemaConflict {
@@ -446,13 +459,6 @@ impl fmt::Display for SchemaConflict {
             "conflicts with {} about {}: this mutator treats it as {}, {} as {}",
             self.with, self.path, self.mine, self.with, self.theirs
         )?;
-        if let Some((gvk, operation)) = self.bindings.first() {
-            write!(f, " ({gvk} {operation}")?;
-            if self.bindings.len() > 1 {
-                write!(f, " and {} more", self.bindings.len() - 1)?;
-            }
-            f.write_str(")")?;
-        }
-        Ok(())
+        write_bindings(f, &self.bindings)
     }
 }

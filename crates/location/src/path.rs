@@ -267,6 +267,37 @@ impl KeyValue {
     pub fn is_concrete(&self) -> bool {
         matches!(self, KeyValue::String(_) | KeyValue::Integer(_))
     }
+
+    /// Whether two selectors on the same key field may select a common
+    /// element: a glob meets anything, two exclusions always meet (keys
+    /// outside both sets), an exclusion meets a concrete key it does not
+    /// list, and two concrete keys meet when equal (`"80"` is not `80`).
+    ///
+    /// ```
+    /// use sartor_location::{KeyValue, Path};
+    ///
+    /// let key = |location: &str| match Path::parse(location).unwrap().nodes() {
+    ///     [_, sartor_location::Node::List(list)] => list.key_value.clone(),
+    ///     _ => unreachable!(),
+    /// };
+    /// assert!(key("c[name: *]").may_meet(&key("c[name: x]")));
+    /// assert!(!key("c[name notin (x)]").may_meet(&key("c[name: x]")));
+    /// assert!(!key("c[port: 80]").may_meet(&key("c[port: \"80\"]")));
+    /// ```
+    pub fn may_meet(&self, other: &KeyValue) -> bool {
+        match (self, other) {
+            (KeyValue::Glob, _) | (_, KeyValue::Glob) => true,
+            (KeyValue::NotIn(set), concrete) | (concrete, KeyValue::NotIn(set))
+                if concrete.is_concrete() =>
+            {
+                !set.values()
+                    .iter()
+                    .any(|literal| KeyValue::from(literal.clone()) == *concrete)
+            }
+            (KeyValue::NotIn(_), _) | (_, KeyValue::NotIn(_)) => true,
+            (a, b) => a == b,
+        }
+    }
 }
 
 impl fmt::Display for KeyValue {
