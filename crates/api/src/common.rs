@@ -41,16 +41,9 @@ pub enum Condition {
 /// other one is removed or changed, as with schema conflicts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-#[schemars(extend("x-kubernetes-validations" = [
-    {
-        "rule": "!(self.operator in ['In', 'NotIn']) || (has(self.values) && self.values.size() > 0)",
-        "message": "In and NotIn need at least one value",
-    },
-    {
-        "rule": "!(self.operator in ['Exists', 'DoesNotExist']) || !has(self.values) || self.values.size() == 0",
-        "message": "Exists and DoesNotExist take no values",
-    },
-]))]
+// No CEL rule for "In/NotIn need values, Exists/DoesNotExist take none": a
+// list of untyped items is not declared to CEL (the API server refuses a rule
+// reading `self.values`, even `has()` or `size()`), so the engine checks it.
 pub struct ValueCondition {
     /// The field to read, in location syntax, e.g. `spec.type`,
     /// `metadata.labels.team` or `spec.ports[port: 443].protocol`. A keyed
