@@ -41,10 +41,9 @@ pub enum Condition {
 /// other one is removed or changed, as with schema conflicts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-// CEL cannot see `values` (its items have no type, so the list is not
-// declared to CEL, and the API server refuses a rule that names it: found on
-// kube-apiserver v1.37.2 by the cluster suite); the engine checks that In
-// and NotIn have values and Exists and DoesNotExist none.
+// No CEL rule for "In/NotIn need values, Exists/DoesNotExist take none": a
+// list of untyped items is not declared to CEL (the API server refuses a rule
+// reading `self.values`, even `has()` or `size()`), so the engine checks it.
 pub struct ValueCondition {
     /// The field to read, in location syntax, e.g. `spec.type`,
     /// `metadata.labels.team` or `spec.ports[port: 443].protocol`. A keyed

@@ -238,11 +238,25 @@ pub fn validating_webhook_denies_a_broken_mutator(suite: &mut Suite) -> Result<(
         .plane
         .kubectl_with_input(&["create", "-f", "-"], Some(broken))
     {
-        Ok(out) => Err(format!("accepted: {out}")),
+        Ok(out) => return Err(format!("accepted: {out}")),
         Err(error) => same(
             "kubectl's error",
             error.as_str(),
             "kubectl create -f -: Error from server: error when creating \"STDIN\": admission webhook \"validation.sartor.dev\" denied the request: Assign broken-location: spec.location: invalid location \"spec.containers[name: *.image\": expected ']' at 23, found '.'\n  spec.containers[name: *.image\n                         ^",
+        )?,
+    }
+    // CEL cannot see a value condition's untyped `values`: the webhook is
+    // what refuses values given to Exists.
+    let broken = "apiVersion: mutations.sartor.dev/v1\nkind: Assign\nmetadata:\n  name: broken-condition\nspec:\n  applyTo: [{groups: [''], versions: [v1], kinds: [Service]}]\n  location: spec.externalTrafficPolicy\n  parameters:\n    assign: {value: Local}\n    conditions: [{path: spec.type, operator: Exists, values: [LoadBalancer]}]\n";
+    match suite
+        .plane
+        .kubectl_with_input(&["create", "-f", "-"], Some(broken))
+    {
+        Ok(out) => Err(format!("accepted: {out}")),
+        Err(error) => same(
+            "kubectl's error",
+            error.as_str(),
+            "kubectl create -f -: Error from server: error when creating \"STDIN\": admission webhook \"validation.sartor.dev\" denied the request: Assign broken-condition: spec.parameters.conditions[0].values: Exists takes no values",
         ),
     }
 }
