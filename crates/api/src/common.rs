@@ -6,6 +6,8 @@ use std::fmt;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+pub use sartor_location::Condition;
+
 /// A condition on part of the location, checked before mutating.
 ///
 /// Lets a mutator set a default only when a field is missing (`MustNotExist`)
@@ -18,15 +20,6 @@ pub struct PathTest {
     pub sub_path: String,
     /// What must hold at `subPath` for the mutation to happen.
     pub condition: Condition,
-}
-
-/// MustExist: mutate only if something is at the subPath; MustNotExist: only if nothing is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-pub enum Condition {
-    /// Something must be at the subPath (an empty object counts).
-    MustExist,
-    /// Nothing may be at the subPath.
-    MustNotExist,
 }
 
 /// A condition on a value of the object being mutated (sartor only:

@@ -47,7 +47,8 @@ pub use loader::{
 };
 pub use matching::{
     ApplyTo, GroupVersionKind, InvalidWildcard, Kinds, LabelSelector, LabelSelectorRequirement,
-    Match, Operation, Scope, SelectorOperator, Source, WILDCARD_PATTERN, Wildcard,
+    Match, Operation, OperationPattern, Scope, SelectorOperator, Source, SourcePattern,
+    UnknownOperation, WILDCARD_PATTERN, Wildcard,
 };
 pub use modify_set::{ModifySet, ModifySetParameters, ModifySetSpec, SetOperation, Values};
 pub use status::{MutatorError, MutatorPodStatus, MutatorStatus};

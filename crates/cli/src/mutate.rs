@@ -8,8 +8,8 @@ use clap::{Args, ValueEnum};
 use sartor_api::{Document, Input};
 use sartor_engine::matching::MatchError;
 use sartor_engine::{
-    ExpandFailure, Expander, Failure, Generated, Gvk, MutateError, Mutation, ObjectRef, Operation,
-    Request, Source,
+    Admission, ExpandFailure, Expander, Failure, Generated, MutateError, Mutation, ObjectRef,
+    Operation, Source,
 };
 use serde_json::{Value, json};
 
@@ -43,8 +43,8 @@ pub struct MutateArgs {
     #[arg(long = "namespaces", value_name = "PATH", action = clap::ArgAction::Append)]
     namespaces: Vec<String>,
     /// The admission operation to mutate for.
-    #[arg(long, value_enum, default_value_t = OperationArg::Create)]
-    operation: OperationArg,
+    #[arg(long, value_enum, default_value_t = Operation::Create)]
+    operation: Operation,
     /// Output format.
     #[arg(long, short = 'o', value_enum, default_value_t = Format::Yaml)]
     output: Format,
@@ -76,14 +76,6 @@ pub struct MutateArgs {
     /// Objects to mutate: files, directories, or `-` for stdin.
     #[arg(value_name = "PATH")]
     inputs: Vec<String>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum OperationArg {
-    #[value(name = "CREATE")]
-    Create,
-    #[value(name = "UPDATE")]
-    Update,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -144,10 +136,7 @@ pub fn run(args: &MutateArgs) -> anyhow::Result<Outcome> {
                 .or_insert_with(|| document.value.clone());
         }
     }
-    let operation = match args.operation {
-        OperationArg::Create => Operation::Create,
-        OperationArg::Update => Operation::Update,
-    };
+    let operation = args.operation;
     let mut outcome = Outcome::Ok;
     let mut printer = Printer::new(args);
     let mut identities: HashMap<String, String> = HashMap::new();
@@ -294,22 +283,25 @@ impl Printer {
     }
 }
 
+/// `document` mutated as a CREATE or UPDATE of an original object: the
+/// result (the document itself when nothing changed) and what happened.
 pub(crate) fn mutate_one(
     system: &sartor_engine::System,
     document: &Document,
     operation: Operation,
     namespaces: &HashMap<String, Value>,
 ) -> Result<(Value, Mutation), String> {
-    let mut object = document.value.clone();
-    let namespace = namespace_of(&object);
-    let request = Request {
-        operation,
-        source: Source::Original,
-        namespace: namespace.as_deref(),
-        namespace_object: namespace.as_deref().and_then(|ns| namespaces.get(ns)),
-    };
-    match system.mutate(&mut object, &request) {
-        Ok(mutation) => Ok((object, mutation)),
+    let admission = Admission::new(&document.value)
+        .operation(operation)
+        .namespaces(namespaces);
+    match system.mutate(&admission) {
+        Ok(mut mutation) => {
+            let object = mutation
+                .object
+                .take()
+                .unwrap_or_else(|| document.value.clone());
+            Ok((object, mutation))
+        }
         Err(error) => Err(format!("{}: {error}{}", document.origin, hint(&error))),
     }
 }
@@ -324,39 +316,27 @@ pub(crate) fn expand_one(
     operation: Operation,
     namespaces: &HashMap<String, Value>,
 ) -> Result<Vec<Generated<Mutation>>, String> {
-    let namespace = namespace_of(mutated);
-    let request = Request {
-        operation,
-        source: Source::Generated,
-        namespace: namespace.as_deref(),
-        namespace_object: namespace.as_deref().and_then(|ns| namespaces.get(ns)),
+    let namespace = Admission::new(mutated).namespace;
+    let mut mutate = |generated: &mut Value| {
+        let admission = Admission::new(generated)
+            .operation(operation)
+            .source(Source::Generated)
+            .namespace(namespace)
+            .namespaces(namespaces);
+        let mut mutation = system.mutate(&admission)?;
+        if let Some(object) = mutation.object.take() {
+            *generated = object;
+        }
+        Ok(mutation)
     };
     expander
-        .expand(
-            mutated,
-            namespace.as_deref(),
-            &mut |generated: &mut Value| system.mutate(generated, &request),
-        )
+        .expand(mutated, namespace, &mut mutate)
         .map_err(|failure| match failure {
             ExpandFailure::Expand(error) => format!("{}: {error}", document.origin),
             ExpandFailure::Mutate(error) => {
                 format!("{}: generated {error}{}", document.origin, hint(&error))
             }
         })
-}
-
-/// The namespace an object is admitted in: its `metadata.namespace`, none
-/// for a Namespace.
-fn namespace_of(object: &Value) -> Option<String> {
-    if Gvk::of(object).is_namespace() {
-        return None;
-    }
-    object
-        .get("metadata")
-        .and_then(|m| m.get("namespace"))
-        .and_then(Value::as_str)
-        .filter(|ns| !ns.is_empty())
-        .map(str::to_string)
 }
 
 /// What to tell the user along with a mutation error they can fix here.
@@ -372,9 +352,7 @@ fn hint(error: &MutateError) -> &'static str {
 
 /// `Kind namespace/name` of an object, for labels.
 fn describe(object: &Value) -> String {
-    let gvk = Gvk::of(object);
-    let namespace = namespace_of(object);
-    ObjectRef::of(object, &gvk, &Request::create(namespace.as_deref())).to_string()
+    ObjectRef::admitted(&Admission::new(object)).to_string()
 }
 
 /// Appends what happened to one object: a header naming it, then one line

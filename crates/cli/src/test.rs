@@ -84,7 +84,7 @@ struct Suite {
 struct Case {
     name: String,
     #[serde(default)]
-    operation: Option<CaseOperation>,
+    operation: Option<Operation>,
     input: Objects,
     #[serde(default)]
     expected: Option<Objects>,
@@ -94,14 +94,6 @@ struct Case {
     /// it, as `sartor mutate --expand` does; `expected` lists them too.
     #[serde(default)]
     expand: bool,
-}
-
-#[derive(Debug, Clone, Copy, Deserialize)]
-enum CaseOperation {
-    #[serde(rename = "CREATE")]
-    Create,
-    #[serde(rename = "UPDATE")]
-    Update,
 }
 
 /// Objects given as a file path or inline.
@@ -312,10 +304,7 @@ fn run_case(
     namespaces: &HashMap<String, Value>,
 ) -> Result<(), String> {
     let inputs = objects(&case.input, dir)?;
-    let operation = match case.operation {
-        Some(CaseOperation::Update) => Operation::Update,
-        Some(CaseOperation::Create) | None => Operation::Create,
-    };
+    let operation = case.operation.unwrap_or(Operation::Create);
     let mut namespaces = namespaces.clone();
     for input in &inputs {
         if let Some(name) = namespace_name(&input.value) {

@@ -8,12 +8,9 @@ use sartor_api::{
     Document, GATEKEEPER_GROUP, GROUP, MutatorError, MutatorKind, MutatorPodStatus, Origin,
     parse_mutator,
 };
-use sartor_engine::{Conflict, Mutator, MutatorId, System};
+use sartor_engine::{Conflict, Mutator, MutatorId, Operation, System};
 use sartor_webhook::Snapshot;
 use serde_json::Value;
-
-/// The admission operations a replica mutates, reported in every status entry.
-pub const OPERATIONS: [&str; 2] = ["CREATE", "UPDATE"];
 
 /// The API group a mutator object was read from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -251,7 +248,8 @@ impl MutatorSet {
             id: pod.to_string(),
             observed_generation: entry.generation,
             mutator_uid: entry.uid.clone(),
-            operations: OPERATIONS.iter().map(|o| (*o).to_string()).collect(),
+            // The operations a replica mutates on.
+            operations: Operation::ALL.iter().map(ToString::to_string).collect(),
             enforced: errors.is_empty() && self.system.get(&id).is_some(),
             errors,
         }

@@ -2,6 +2,8 @@
 //! kept in memory, so an admission request never waits on the API server.
 
 use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
@@ -109,10 +111,9 @@ impl NamespaceCache {
         }
     }
 
-    /// Fetches `name` from the API server, on a thread the runtime can spare
-    /// (a multi-threaded runtime is required; on any other the cache answers
-    /// from memory only).
-    fn fetch(&self, name: &str) -> Option<Arc<Value>> {
+    /// Fetches `name` from the API server, at most once per [`MISS_TTL`],
+    /// within [`FETCH_TIMEOUT`].
+    async fn fetch_from_server(&self, name: &str) -> Option<Arc<Value>> {
         {
             let mut fetched = lock(&self.inner.fetched);
             let now = Instant::now();
@@ -122,15 +123,8 @@ impl NamespaceCache {
             }
             fetched.insert(name.to_string(), now);
         }
-        let handle = tokio::runtime::Handle::try_current().ok()?;
-        if handle.runtime_flavor() != tokio::runtime::RuntimeFlavor::MultiThread {
-            return None;
-        }
         let api: Api<Namespace> = Api::all(self.inner.client.clone());
-        let found = tokio::task::block_in_place(|| {
-            handle.block_on(tokio::time::timeout(FETCH_TIMEOUT, api.get_opt(name)))
-        });
-        match found {
+        match tokio::time::timeout(FETCH_TIMEOUT, api.get_opt(name)).await {
             Ok(Ok(Some(namespace))) => {
                 let (name, value) = entry(&namespace)?;
                 write(&self.inner.by_name).insert(name, value.clone());
@@ -154,13 +148,25 @@ impl NamespaceCache {
 
 impl Namespaces for NamespaceCache {
     fn lookup(&self, name: &str) -> Lookup {
-        if let Some(namespace) = read(&self.inner.by_name).get(name) {
-            return Lookup::Found(namespace.clone());
-        }
-        match self.fetch(name) {
-            Some(namespace) => Lookup::Found(namespace),
+        match read(&self.inner.by_name).get(name) {
+            Some(namespace) => Lookup::Found(namespace.clone()),
             None => Lookup::Unknown,
         }
+    }
+
+    /// A namespace the watch has not delivered yet (one created a moment
+    /// before an object in it) is fetched once, directly, as Gatekeeper does;
+    /// the request waits for it asynchronously, never blocking a thread.
+    fn fetch<'a>(&'a self, name: &'a str) -> Pin<Box<dyn Future<Output = Lookup> + Send + 'a>> {
+        Box::pin(async move {
+            if let Lookup::Found(namespace) = self.lookup(name) {
+                return Lookup::Found(namespace);
+            }
+            match self.fetch_from_server(name).await {
+                Some(namespace) => Lookup::Found(namespace),
+                None => Lookup::Unknown,
+            }
+        })
     }
 }
 

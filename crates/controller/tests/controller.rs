@@ -445,7 +445,7 @@ async fn a_namespace_missing_from_the_cache_is_fetched_once() {
     let lookup = |name: &str| {
         let cache = cache.clone();
         let name = name.to_string();
-        tokio::task::spawn(async move { cache.lookup(&name) })
+        tokio::task::spawn(async move { cache.fetch(&name).await })
     };
     let Lookup::Found(found) = lookup("fresh").await.unwrap() else {
         panic!("fresh not found");

@@ -6,7 +6,7 @@
 mod common;
 
 use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_main};
-use sartor_engine::{Request, System};
+use sartor_engine::{Admission, Request, System};
 use serde_json::{Map, Value, json};
 
 use common::{apply_to, mutator};
@@ -109,13 +109,9 @@ fn pod_through_many(c: &mut Criterion) {
             ));
         }
         let pod = three_container_pod();
-        let request = Request::create(Some("shop"));
+        let admission = Admission::new(&pod);
         group.bench_function(BenchmarkId::from_parameter(total), |b| {
-            b.iter_batched_ref(
-                || pod.clone(),
-                |object| system.mutate(object, &request).unwrap(),
-                BatchSize::SmallInput,
-            )
+            b.iter(|| system.mutate(&admission).unwrap())
         });
     }
     group.finish();
@@ -141,13 +137,9 @@ fn configmap_through_many(c: &mut Criterion) {
                        "parameters": {"assign": {"value": "mutated"}}}),
             ));
         }
-        let request = Request::create(Some("shop"));
+        let admission = Admission::new(&configmap);
         group.bench_function(BenchmarkId::from_parameter(n), |b| {
-            b.iter_batched_ref(
-                || configmap.clone(),
-                |object| system.mutate(object, &request).unwrap(),
-                BatchSize::SmallInput,
-            )
+            b.iter(|| system.mutate(&admission).unwrap())
         });
     }
     group.finish();

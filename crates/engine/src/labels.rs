@@ -33,8 +33,7 @@
 //! one documents the Kubernetes pattern it stands for. Like Go's `regexp`,
 //! they are ASCII-only, and a trailing newline does not match `$`.
 
-use std::fmt;
-
+pub use sartor_api::SelectorOperator;
 use serde_json::{Map, Value};
 
 /// A compiled label selector: every requirement must hold.
@@ -44,19 +43,6 @@ use serde_json::{Map, Value};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Selector {
     requirements: Vec<Requirement>,
-}
-
-/// How a `matchExpressions` requirement relates a label to its values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Operator {
-    /// The label is present and its value is one of the values.
-    In,
-    /// The label is absent, or its value is none of the values.
-    NotIn,
-    /// The label is present, whatever its value.
-    Exists,
-    /// The label is absent.
-    DoesNotExist,
 }
 
 /// Why a label selector is invalid. Each variant is one Kubernetes rule; the
@@ -91,7 +77,7 @@ pub enum SelectorError {
         /// The requirement's key.
         key: String,
         /// `In` or `NotIn`.
-        operator: Operator,
+        operator: SelectorOperator,
     },
     /// An `Exists` or `DoesNotExist` requirement has values.
     #[error(
@@ -101,7 +87,7 @@ pub enum SelectorError {
         /// The requirement's key.
         key: String,
         /// `Exists` or `DoesNotExist`.
-        operator: Operator,
+        operator: SelectorOperator,
         /// The values that should not be there.
         values: Vec<String>,
     },
@@ -126,11 +112,15 @@ impl Selector {
     /// then [`SelectorError::InvalidValue`].
     pub fn new<'a>(
         match_labels: impl IntoIterator<Item = (&'a str, &'a str)>,
-        match_expressions: impl IntoIterator<Item = (&'a str, Operator, &'a [String])>,
+        match_expressions: impl IntoIterator<Item = (&'a str, SelectorOperator, &'a [String])>,
     ) -> Result<Selector, SelectorError> {
         let mut requirements = Vec::new();
         for (key, value) in match_labels {
-            requirements.push(Requirement::new(key, Operator::In, vec![value.to_owned()])?);
+            requirements.push(Requirement::new(
+                key,
+                SelectorOperator::In,
+                vec![value.to_owned()],
+            )?);
         }
         for (key, operator, values) in match_expressions {
             requirements.push(Requirement::new(key, operator, values.to_vec())?);
@@ -183,13 +173,14 @@ impl Selector {
             .collect();
         all.iter().all(|first| {
             let on_key = || all.iter().filter(|r| r.key == first.key);
-            let absent = on_key().any(|r| r.operator == Operator::DoesNotExist);
-            let present = on_key().any(|r| matches!(r.operator, Operator::In | Operator::Exists));
+            let absent = on_key().any(|r| r.operator == SelectorOperator::DoesNotExist);
+            let present = on_key()
+                .any(|r| matches!(r.operator, SelectorOperator::In | SelectorOperator::Exists));
             if absent {
                 return !present;
             }
             let mut allowed: Option<Vec<&String>> = None;
-            for r in on_key().filter(|r| r.operator == Operator::In) {
+            for r in on_key().filter(|r| r.operator == SelectorOperator::In) {
                 allowed = Some(match allowed {
                     None => r.values.iter().collect(),
                     Some(values) => values
@@ -200,7 +191,7 @@ impl Selector {
             }
             allowed.is_none_or(|values| {
                 values.iter().any(|v| {
-                    !on_key().any(|r| r.operator == Operator::NotIn && r.values.contains(v))
+                    !on_key().any(|r| r.operator == SelectorOperator::NotIn && r.values.contains(v))
                 })
             })
         })
@@ -221,7 +212,7 @@ impl Selector {
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Requirement {
     key: String,
-    operator: Operator,
+    operator: SelectorOperator,
     values: Vec<String>,
 }
 
@@ -229,19 +220,23 @@ struct Requirement {
 
 impl Requirement {
     /// Kubernetes' `NewRequirement`, reporting the first problem.
-    fn new(key: &str, operator: Operator, values: Vec<String>) -> Result<Self, SelectorError> {
+    fn new(
+        key: &str,
+        operator: SelectorOperator,
+        values: Vec<String>,
+    ) -> Result<Self, SelectorError> {
         validate_label_key(key).map_err(|message| SelectorError::InvalidKey {
             key: key.to_owned(),
             message,
         })?;
         match operator {
-            Operator::In | Operator::NotIn if values.is_empty() => {
+            SelectorOperator::In | SelectorOperator::NotIn if values.is_empty() => {
                 return Err(SelectorError::MissingValues {
                     key: key.to_owned(),
                     operator,
                 });
             }
-            Operator::Exists | Operator::DoesNotExist if !values.is_empty() => {
+            SelectorOperator::Exists | SelectorOperator::DoesNotExist if !values.is_empty() => {
                 return Err(SelectorError::UnexpectedValues {
                     key: key.to_owned(),
                     operator,
@@ -272,10 +267,10 @@ impl Requirement {
     fn matches(&self, labels: Option<&Map<String, Value>>) -> bool {
         let value = lookup(labels, &self.key);
         match self.operator {
-            Operator::In => value.is_some_and(|v| self.has_value(v)),
-            Operator::NotIn => value.is_none_or(|v| !self.has_value(v)),
-            Operator::Exists => value.is_some(),
-            Operator::DoesNotExist => value.is_none(),
+            SelectorOperator::In => value.is_some_and(|v| self.has_value(v)),
+            SelectorOperator::NotIn => value.is_none_or(|v| !self.has_value(v)),
+            SelectorOperator::Exists => value.is_some(),
+            SelectorOperator::DoesNotExist => value.is_none(),
         }
     }
 
@@ -296,28 +291,6 @@ fn lookup<'l>(labels: Option<&'l Map<String, Value>>, key: &str) -> Option<&'l s
         Value::String(s) => Some(s),
         // Only strings and nulls get past `is_label_map`.
         _ => Some(""),
-    }
-}
-
-// === impl Operator ===
-
-impl Operator {
-    /// The operator as written in `matchExpressions`: `In`, `NotIn`,
-    /// `Exists` or `DoesNotExist`.
-    #[must_use]
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Operator::In => "In",
-            Operator::NotIn => "NotIn",
-            Operator::Exists => "Exists",
-            Operator::DoesNotExist => "DoesNotExist",
-        }
-    }
-}
-
-impl fmt::Display for Operator {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
     }
 }
 
@@ -521,7 +494,7 @@ mod tests {
     const VALUE_PATTERN: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
 
     /// One `matchExpressions` entry: key, operator, values.
-    type Req<'a> = (&'a str, Operator, &'a [&'a str]);
+    type Req<'a> = (&'a str, SelectorOperator, &'a [&'a str]);
     /// What [`Selector::matches`] takes.
     type Labels<'a> = Option<&'a Map<String, Value>>;
 
@@ -535,7 +508,7 @@ mod tests {
 
     /// A selector from `matchExpressions` only.
     fn exprs(expressions: &[Req<'_>]) -> Result<Selector, SelectorError> {
-        let owned: Vec<(&str, Operator, Vec<String>)> = expressions
+        let owned: Vec<(&str, SelectorOperator, Vec<String>)> = expressions
             .iter()
             .map(|(k, op, vs)| (*k, *op, strings(vs)))
             .collect();
@@ -701,14 +674,14 @@ mod tests {
     #[test]
     fn constructor_accepts() {
         let cases: [Req<'_>; 8] = [
-            ("x3", Operator::In, &["foo"]),
-            ("x4", Operator::NotIn, &["foo"]),
-            ("x6", Operator::Exists, &[]),
-            ("x7", Operator::DoesNotExist, &[]),
-            ("x9", Operator::In, &["bar", "foo", ""]),
-            ("x10", Operator::NotIn, &[""]),
-            ("example.com/x", Operator::In, &["A_b.c-1"]),
-            ("k", Operator::In, &["a", "a"]),
+            ("x3", SelectorOperator::In, &["foo"]),
+            ("x4", SelectorOperator::NotIn, &["foo"]),
+            ("x6", SelectorOperator::Exists, &[]),
+            ("x7", SelectorOperator::DoesNotExist, &[]),
+            ("x9", SelectorOperator::In, &["bar", "foo", ""]),
+            ("x10", SelectorOperator::NotIn, &[""]),
+            ("example.com/x", SelectorOperator::In, &["A_b.c-1"]),
+            ("k", SelectorOperator::In, &["a", "a"]),
         ];
         for (key, op, values) in cases {
             let selector = exprs(&[(key, op, values)]);
@@ -719,48 +692,48 @@ mod tests {
 
     #[test]
     fn constructor_rejects() {
-        let cases: Vec<(&str, Operator, &[&str], SelectorError)> = vec![
+        let cases: Vec<(&str, SelectorOperator, &[&str], SelectorError)> = vec![
             (
                 "x1",
-                Operator::In,
+                SelectorOperator::In,
                 &[],
                 SelectorError::MissingValues {
                     key: "x1".into(),
-                    operator: Operator::In,
+                    operator: SelectorOperator::In,
                 },
             ),
             (
                 "x2",
-                Operator::NotIn,
+                SelectorOperator::NotIn,
                 &[],
                 SelectorError::MissingValues {
                     key: "x2".into(),
-                    operator: Operator::NotIn,
+                    operator: SelectorOperator::NotIn,
                 },
             ),
             (
                 "x8",
-                Operator::Exists,
+                SelectorOperator::Exists,
                 &["foo"],
                 SelectorError::UnexpectedValues {
                     key: "x8".into(),
-                    operator: Operator::Exists,
+                    operator: SelectorOperator::Exists,
                     values: strings(&["foo"]),
                 },
             ),
             (
                 "x8b",
-                Operator::DoesNotExist,
+                SelectorOperator::DoesNotExist,
                 &[""],
                 SelectorError::UnexpectedValues {
                     key: "x8b".into(),
-                    operator: Operator::DoesNotExist,
+                    operator: SelectorOperator::DoesNotExist,
                     values: strings(&[""]),
                 },
             ),
             (
                 "x17",
-                Operator::In,
+                SelectorOperator::In,
                 &["ok", "a b", "-"],
                 SelectorError::InvalidValue {
                     key: "x17".into(),
@@ -770,7 +743,7 @@ mod tests {
             ),
             (
                 "Example.com/abc",
-                Operator::Exists,
+                SelectorOperator::Exists,
                 &[],
                 SelectorError::InvalidKey {
                     key: "Example.com/abc".into(),
@@ -780,7 +753,7 @@ mod tests {
             // The key is checked first, then the number of values, then each value.
             (
                 "-a",
-                Operator::In,
+                SelectorOperator::In,
                 &[],
                 SelectorError::InvalidKey {
                     key: "-a".into(),
@@ -789,7 +762,7 @@ mod tests {
             ),
             (
                 "a/b/c",
-                Operator::Exists,
+                SelectorOperator::Exists,
                 &["-"],
                 SelectorError::InvalidKey {
                     key: "a/b/c".into(),
@@ -798,11 +771,11 @@ mod tests {
             ),
             (
                 "x",
-                Operator::Exists,
+                SelectorOperator::Exists,
                 &["-"],
                 SelectorError::UnexpectedValues {
                     key: "x".into(),
-                    operator: Operator::Exists,
+                    operator: SelectorOperator::Exists,
                     values: strings(&["-"]),
                 },
             ),
@@ -821,7 +794,7 @@ mod tests {
         let long = a(64);
         let got = Selector::new(
             [("Key", "ok"), ("key", long.as_str())],
-            [("-bad", Operator::Exists, &[][..])],
+            [("-bad", SelectorOperator::Exists, &[][..])],
         );
         assert_eq!(
             got,
@@ -841,15 +814,15 @@ mod tests {
         );
         // The first bad expression wins.
         let got = exprs(&[
-            ("ok", Operator::Exists, &[]),
-            ("x", Operator::In, &[]),
-            ("", Operator::Exists, &[]),
+            ("ok", SelectorOperator::Exists, &[]),
+            ("x", SelectorOperator::In, &[]),
+            ("", SelectorOperator::Exists, &[]),
         ]);
         assert_eq!(
             got,
             Err(SelectorError::MissingValues {
                 key: "x".into(),
-                operator: Operator::In,
+                operator: SelectorOperator::In,
             })
         );
     }
@@ -875,14 +848,14 @@ mod tests {
             (
                 SelectorError::MissingValues {
                     key: "app".into(),
-                    operator: Operator::NotIn,
+                    operator: SelectorOperator::NotIn,
                 },
                 "invalid label selector requirement on key \"app\" (NotIn): for 'in', 'notin' operators, values set can't be empty".into(),
             ),
             (
                 SelectorError::UnexpectedValues {
                     key: "app".into(),
-                    operator: Operator::DoesNotExist,
+                    operator: SelectorOperator::DoesNotExist,
                     values: strings(&["web", ""]),
                 },
                 "invalid label selector requirement on key \"app\" (DoesNotExist, values [\"web\", \"\"]): values set must be empty for exists and does not exist".into(),
@@ -896,10 +869,10 @@ mod tests {
     #[test]
     fn operator_names() {
         let got: Vec<String> = [
-            Operator::In,
-            Operator::NotIn,
-            Operator::Exists,
-            Operator::DoesNotExist,
+            SelectorOperator::In,
+            SelectorOperator::NotIn,
+            SelectorOperator::Exists,
+            SelectorOperator::DoesNotExist,
         ]
         .iter()
         .map(ToString::to_string)
@@ -928,37 +901,49 @@ mod tests {
         // (requirement, labels, want)
         let cases: Vec<(Req<'_>, Labels<'_>, bool)> = vec![
             // In: present with one of the values.
-            (("app", Operator::In, &["web"]), present, true),
-            (("app", Operator::In, &["db", "web"]), present, true),
-            (("app", Operator::In, &["db"]), present, false),
-            (("app", Operator::In, &["Web"]), present, false),
-            (("app", Operator::In, &["web"]), empty, false),
-            (("app", Operator::In, &["web"]), None, false),
-            (("missing", Operator::In, &[""]), present, false),
-            (("tier", Operator::In, &[""]), present, true),
-            (("tier", Operator::In, &["web"]), present, false),
+            (("app", SelectorOperator::In, &["web"]), present, true),
+            (("app", SelectorOperator::In, &["db", "web"]), present, true),
+            (("app", SelectorOperator::In, &["db"]), present, false),
+            (("app", SelectorOperator::In, &["Web"]), present, false),
+            (("app", SelectorOperator::In, &["web"]), empty, false),
+            (("app", SelectorOperator::In, &["web"]), None, false),
+            (("missing", SelectorOperator::In, &[""]), present, false),
+            (("tier", SelectorOperator::In, &[""]), present, true),
+            (("tier", SelectorOperator::In, &["web"]), present, false),
             // NotIn: absent, or present with none of the values.
-            (("app", Operator::NotIn, &["web"]), present, false),
-            (("app", Operator::NotIn, &["db", "web"]), present, false),
-            (("app", Operator::NotIn, &["db"]), present, true),
-            (("app", Operator::NotIn, &["web"]), empty, true),
-            (("app", Operator::NotIn, &["web"]), None, true),
-            (("missing", Operator::NotIn, &[""]), present, true),
-            (("tier", Operator::NotIn, &[""]), present, false),
+            (("app", SelectorOperator::NotIn, &["web"]), present, false),
+            (
+                ("app", SelectorOperator::NotIn, &["db", "web"]),
+                present,
+                false,
+            ),
+            (("app", SelectorOperator::NotIn, &["db"]), present, true),
+            (("app", SelectorOperator::NotIn, &["web"]), empty, true),
+            (("app", SelectorOperator::NotIn, &["web"]), None, true),
+            (("missing", SelectorOperator::NotIn, &[""]), present, true),
+            (("tier", SelectorOperator::NotIn, &[""]), present, false),
             // Exists: present, whatever the value.
-            (("app", Operator::Exists, &[]), present, true),
-            (("tier", Operator::Exists, &[]), present, true),
-            (("missing", Operator::Exists, &[]), present, false),
-            (("app", Operator::Exists, &[]), empty, false),
-            (("app", Operator::Exists, &[]), None, false),
+            (("app", SelectorOperator::Exists, &[]), present, true),
+            (("tier", SelectorOperator::Exists, &[]), present, true),
+            (("missing", SelectorOperator::Exists, &[]), present, false),
+            (("app", SelectorOperator::Exists, &[]), empty, false),
+            (("app", SelectorOperator::Exists, &[]), None, false),
             // DoesNotExist: absent.
-            (("app", Operator::DoesNotExist, &[]), present, false),
-            (("tier", Operator::DoesNotExist, &[]), present, false),
-            (("missing", Operator::DoesNotExist, &[]), present, true),
-            (("app", Operator::DoesNotExist, &[]), empty, true),
-            (("app", Operator::DoesNotExist, &[]), None, true),
+            (("app", SelectorOperator::DoesNotExist, &[]), present, false),
+            (
+                ("tier", SelectorOperator::DoesNotExist, &[]),
+                present,
+                false,
+            ),
+            (
+                ("missing", SelectorOperator::DoesNotExist, &[]),
+                present,
+                true,
+            ),
+            (("app", SelectorOperator::DoesNotExist, &[]), empty, true),
+            (("app", SelectorOperator::DoesNotExist, &[]), None, true),
             // Keys are compared exactly.
-            (("App", Operator::Exists, &[]), present, false),
+            (("App", SelectorOperator::Exists, &[]), present, false),
         ];
         for (req, ls, want) in cases {
             let selector = exprs(&[req]).unwrap();
@@ -972,82 +957,97 @@ mod tests {
             (
                 json!({"x": "foo", "y": "baz"}),
                 vec![
-                    ("x", Operator::In, &["foo"]),
-                    ("y", Operator::NotIn, &["alpha"]),
+                    ("x", SelectorOperator::In, &["foo"]),
+                    ("y", SelectorOperator::NotIn, &["alpha"]),
                 ],
                 true,
             ),
             (
                 json!({"x": "foo", "y": "baz"}),
                 vec![
-                    ("x", Operator::In, &["foo"]),
-                    ("y", Operator::In, &["alpha"]),
+                    ("x", SelectorOperator::In, &["foo"]),
+                    ("y", SelectorOperator::In, &["alpha"]),
                 ],
                 false,
             ),
             (
                 json!({"y": ""}),
-                vec![("x", Operator::NotIn, &[""]), ("y", Operator::Exists, &[])],
-                true,
-            ),
-            (
-                json!({"y": ""}),
                 vec![
-                    ("x", Operator::DoesNotExist, &[]),
-                    ("y", Operator::Exists, &[]),
+                    ("x", SelectorOperator::NotIn, &[""]),
+                    ("y", SelectorOperator::Exists, &[]),
                 ],
                 true,
             ),
             (
                 json!({"y": ""}),
                 vec![
-                    ("x", Operator::NotIn, &[""]),
-                    ("y", Operator::DoesNotExist, &[]),
+                    ("x", SelectorOperator::DoesNotExist, &[]),
+                    ("y", SelectorOperator::Exists, &[]),
+                ],
+                true,
+            ),
+            (
+                json!({"y": ""}),
+                vec![
+                    ("x", SelectorOperator::NotIn, &[""]),
+                    ("y", SelectorOperator::DoesNotExist, &[]),
                 ],
                 false,
             ),
-            (json!({"y": "baz"}), vec![("x", Operator::In, &[""])], false),
+            (
+                json!({"y": "baz"}),
+                vec![("x", SelectorOperator::In, &[""])],
+                false,
+            ),
             // TestSelectorMatches, with `=` as In and `!=` as NotIn.
             (
                 json!({"x": "z", "z": "a"}),
                 vec![
-                    ("x", Operator::NotIn, &["y"]),
-                    ("z", Operator::NotIn, &["w"]),
+                    ("x", SelectorOperator::NotIn, &["y"]),
+                    ("z", SelectorOperator::NotIn, &["w"]),
                 ],
                 true,
             ),
             (
                 json!({"x": "z", "z": "w"}),
                 vec![
-                    ("x", Operator::NotIn, &["y"]),
-                    ("z", Operator::NotIn, &["w"]),
+                    ("x", SelectorOperator::NotIn, &["y"]),
+                    ("z", SelectorOperator::NotIn, &["w"]),
                 ],
                 false,
             ),
             (
                 json!({"notin": "in"}),
-                vec![("notin", Operator::In, &["in"])],
+                vec![("notin", SelectorOperator::In, &["in"])],
                 true,
             ),
-            (json!({"x": "z"}), vec![("x", Operator::Exists, &[])], true),
-            (
-                json!({"y": "z"}),
-                vec![("x", Operator::DoesNotExist, &[])],
-                true,
-            ),
-            (json!({"y": "z"}), vec![("x", Operator::Exists, &[])], false),
             (
                 json!({"x": "z"}),
-                vec![("x", Operator::DoesNotExist, &[])],
+                vec![("x", SelectorOperator::Exists, &[])],
+                true,
+            ),
+            (
+                json!({"y": "z"}),
+                vec![("x", SelectorOperator::DoesNotExist, &[])],
+                true,
+            ),
+            (
+                json!({"y": "z"}),
+                vec![("x", SelectorOperator::Exists, &[])],
                 false,
             ),
-            (json!({}), vec![("x", Operator::In, &["z"])], false),
+            (
+                json!({"x": "z"}),
+                vec![("x", SelectorOperator::DoesNotExist, &[])],
+                false,
+            ),
+            (json!({}), vec![("x", SelectorOperator::In, &["z"])], false),
             (
                 json!({"foo": "bar", "baz": "blah"}),
                 vec![
-                    ("foo", Operator::In, &["bar"]),
-                    ("foobar", Operator::In, &["bar"]),
-                    ("baz", Operator::In, &["blah"]),
+                    ("foo", SelectorOperator::In, &["bar"]),
+                    ("foobar", SelectorOperator::In, &["bar"]),
+                    ("baz", SelectorOperator::In, &["blah"]),
                 ],
                 false,
             ),
@@ -1088,12 +1088,19 @@ mod tests {
     #[test]
     fn key_in_match_labels_and_expressions_keeps_both() {
         let web = strings(&["web"]);
-        let contradiction =
-            Selector::new([("app", "web")], [("app", Operator::NotIn, web.as_slice())]).unwrap();
+        let contradiction = Selector::new(
+            [("app", "web")],
+            [("app", SelectorOperator::NotIn, web.as_slice())],
+        )
+        .unwrap();
         for ls in [json!({"app": "web"}), json!({"app": "db"}), json!({})] {
             assert!(!contradiction.matches(Some(&labels(ls.clone()))), "{ls}");
         }
-        let both = Selector::new([("app", "web")], [("app", Operator::Exists, &[][..])]).unwrap();
+        let both = Selector::new(
+            [("app", "web")],
+            [("app", SelectorOperator::Exists, &[][..])],
+        )
+        .unwrap();
         assert!(both.matches(Some(&labels(json!({"app": "web"})))));
         assert!(!both.matches(Some(&labels(json!({"app": "db"})))));
     }
@@ -1103,11 +1110,11 @@ mod tests {
         // `null` reads as the empty string.
         let ls = labels(json!({"x": null, "y": "v"}));
         let cases: [(Req<'_>, bool); 5] = [
-            (("x", Operator::Exists, &[]), true),
-            (("x", Operator::In, &[""]), true),
-            (("x", Operator::NotIn, &[""]), false),
-            (("x", Operator::DoesNotExist, &[]), false),
-            (("y", Operator::In, &["v"]), true),
+            (("x", SelectorOperator::Exists, &[]), true),
+            (("x", SelectorOperator::In, &[""]), true),
+            (("x", SelectorOperator::NotIn, &[""]), false),
+            (("x", SelectorOperator::DoesNotExist, &[]), false),
+            (("y", SelectorOperator::In, &["v"]), true),
         ];
         for (req, want) in cases {
             assert_eq!(exprs(&[req]).unwrap().matches(Some(&ls)), want, "{req:?}");
@@ -1117,12 +1124,12 @@ mod tests {
         for bad in [json!(1), json!(true), json!(["v"]), json!({"v": "v"})] {
             let ls = labels(json!({"x": bad, "y": "v"}));
             let cases: [(Req<'_>, bool); 6] = [
-                (("y", Operator::In, &["v"]), false),
-                (("y", Operator::Exists, &[]), false),
-                (("y", Operator::NotIn, &["v"]), true),
-                (("y", Operator::DoesNotExist, &[]), true),
-                (("x", Operator::Exists, &[]), false),
-                (("x", Operator::DoesNotExist, &[]), true),
+                (("y", SelectorOperator::In, &["v"]), false),
+                (("y", SelectorOperator::Exists, &[]), false),
+                (("y", SelectorOperator::NotIn, &["v"]), true),
+                (("y", SelectorOperator::DoesNotExist, &[]), true),
+                (("x", SelectorOperator::Exists, &[]), false),
+                (("x", SelectorOperator::DoesNotExist, &[]), true),
             ];
             for (req, want) in cases {
                 assert_eq!(
@@ -1137,9 +1144,12 @@ mod tests {
     #[test]
     fn equality_and_clone() {
         let one = Selector::new([("a", "b")], []).unwrap();
-        let same = exprs(&[("a", Operator::In, &["b"])]).unwrap();
+        let same = exprs(&[("a", SelectorOperator::In, &["b"])]).unwrap();
         assert_eq!(one, same);
         assert_eq!(one.clone(), one);
-        assert_ne!(one, exprs(&[("a", Operator::NotIn, &["b"])]).unwrap());
+        assert_ne!(
+            one,
+            exprs(&[("a", SelectorOperator::NotIn, &["b"])]).unwrap()
+        );
     }
 }

@@ -7,10 +7,11 @@
 //!                                          │ System::upsert / remove (schema- and
 //!                                          │  condition-conflict checks)
 //!                                          ▼
-//!  object + Request ──System::mutate──▶ candidates for the object's kind (index)
-//!                                       ──▶ match ──▶ walk + setter, in fixed order,
-//!                                           pass after pass until nothing changes
-//!                                       ──▶ mutated object + trace
+//!  Admission ──System::mutate──▶ candidates for the object's kind and operation
+//!  (object, operation,            ──▶ match ──▶ walk + setter, in fixed order,
+//!   namespace, source,                pass after pass until nothing changes
+//!   Namespace lookup)             ──▶ Mutation: mutated object (one copy),
+//!                                     trace, RFC 6902 patch
 //! ```
 //!
 //! [`walk`] is the one generic walk every mutator kind shares: follow the
@@ -22,11 +23,13 @@
 pub mod analysis;
 pub mod condition;
 pub mod conflict;
+mod convergence;
 pub mod expansion;
 pub mod image;
 pub mod labels;
 pub mod matching;
 pub mod mutator;
+mod patch;
 pub mod request;
 pub mod schema;
 pub mod system;
@@ -39,7 +42,7 @@ pub use expansion::{ExpandError, ExpandFailure, Expander, Generated, Template, T
 pub use mutator::{
     Applies, ApplyError, CompileError, Mutator, MutatorId, Operations, Problem, Terminal,
 };
-pub use request::{Gvk, Operation, Request, Source};
+pub use request::{Admission, Gvk, NamespaceLookup, NoNamespaces, Operation, Request, Source};
 pub use schema::{SchemaConflict, Shape};
 pub use system::{Change, Failure, MUTATIONS_ANNOTATION, MutateError, Mutation, ObjectRef, System};
 pub use targets::{KindPattern, Targets};

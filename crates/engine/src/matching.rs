@@ -3,11 +3,13 @@
 //! criteria are ANDed, an empty criterion matches everything, and a
 //! cluster-scoped object passes the namespace criteria.
 
-use sartor_api::{Kinds, LabelSelector, Match, Scope, Source as SourceCriterion, Wildcard};
+use sartor_api::{
+    Kinds, LabelSelector, Match, Scope, SelectorOperator, Source, SourcePattern, Wildcard,
+};
 use serde_json::{Map, Value};
 
-use crate::labels::{Operator, Selector, SelectorError};
-use crate::request::{Gvk, Request, Source};
+use crate::labels::{Selector, SelectorError};
+use crate::request::{Gvk, Request};
 
 /// Compiled `match` criteria.
 #[derive(Debug, Clone, PartialEq)]
@@ -19,7 +21,7 @@ pub struct Matcher {
     label_selector: Option<Selector>,
     namespace_selector: Option<Selector>,
     name: Option<Wildcard>,
-    source: SourceCriterion,
+    source: SourcePattern,
 }
 
 /// A `match` that cannot be compiled.
@@ -82,7 +84,7 @@ impl Matcher {
             namespace_selector: selector("namespaceSelector", &criteria.namespace_selector)?,
             // Gatekeeper reads an empty name as "no name criterion".
             name: criteria.name.clone().filter(|n| !n.as_str().is_empty()),
-            source: criteria.source.unwrap_or(SourceCriterion::All),
+            source: criteria.source.unwrap_or(SourcePattern::All),
         })
     }
 
@@ -181,11 +183,7 @@ impl Matcher {
     }
 
     fn source_match(&self, source: Source) -> bool {
-        match self.source {
-            SourceCriterion::All => true,
-            SourceCriterion::Original => source == Source::Original,
-            SourceCriterion::Generated => source == Source::Generated,
-        }
+        self.source.covers(source)
     }
 
     /// Whether this matcher has a namespaceSelector (and so may need the
@@ -239,8 +237,8 @@ impl Matcher {
         );
         let sources_disjoint = matches!(
             (self.source, other.source),
-            (SourceCriterion::Original, SourceCriterion::Generated)
-                | (SourceCriterion::Generated, SourceCriterion::Original)
+            (SourcePattern::Original, SourcePattern::Generated)
+                | (SourcePattern::Generated, SourcePattern::Original)
         );
         let exact = |name: &Option<Wildcard>| {
             name.as_ref()
@@ -269,7 +267,7 @@ impl Matcher {
                 (Some(mine), None) => mine.is_empty(),
             };
         (self.scope == Scope::All || self.scope == other.scope)
-            && (self.source == SourceCriterion::All || self.source == other.source)
+            && (self.source == SourcePattern::All || self.source == other.source)
             && (self.namespaces.is_empty()
                 || (!other.namespaces.is_empty()
                     && other.namespaces.iter().all(|theirs| {
@@ -305,18 +303,10 @@ impl Matcher {
 }
 
 fn compile_selector(selector: &LabelSelector) -> Result<Selector, SelectorError> {
-    let expressions: Vec<(&str, Operator, &[String])> = selector
+    let expressions: Vec<(&str, SelectorOperator, &[String])> = selector
         .match_expressions
         .iter()
-        .map(|e| {
-            let operator = match e.operator {
-                sartor_api::SelectorOperator::In => Operator::In,
-                sartor_api::SelectorOperator::NotIn => Operator::NotIn,
-                sartor_api::SelectorOperator::Exists => Operator::Exists,
-                sartor_api::SelectorOperator::DoesNotExist => Operator::DoesNotExist,
-            };
-            (e.key.as_str(), operator, e.values.as_slice())
-        })
+        .map(|e| (e.key.as_str(), e.operator, e.values.as_slice()))
         .collect();
     Selector::new(
         selector

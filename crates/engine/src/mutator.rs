@@ -15,7 +15,7 @@ mod modify_set;
 use std::collections::BTreeMap;
 use std::fmt;
 
-use sartor_api::{ApplyTo, MutatorKind, MutatorObject, Operation as ApiOperation, ValueOperator};
+use sartor_api::{ApplyTo, MutatorKind, MutatorObject, OperationPattern, ValueOperator};
 use sartor_location::{ListSelector, Node, ParseError, Path, PathTestError, PathTests};
 use serde_json::Value;
 
@@ -682,26 +682,26 @@ impl Operations {
         }
     }
 
-    fn compile(operations: &[ApiOperation]) -> Result<Operations, &'static str> {
-        let mut seen: Vec<ApiOperation> = Vec::with_capacity(operations.len());
+    fn compile(operations: &[OperationPattern]) -> Result<Operations, &'static str> {
+        let mut seen: Vec<OperationPattern> = Vec::with_capacity(operations.len());
         for op in operations {
             if seen.contains(op) {
                 return Err("an operation is listed twice");
             }
             seen.push(*op);
         }
-        if seen.contains(&ApiOperation::All) && seen.len() > 1 {
+        if seen.contains(&OperationPattern::All) && seen.len() > 1 {
             return Err("\"*\" must not be combined with other operations");
         }
-        if seen.is_empty() || seen.contains(&ApiOperation::All) {
+        if seen.is_empty() || seen.contains(&OperationPattern::All) {
             return Ok(Operations {
                 create: true,
                 update: true,
             });
         }
         Ok(Operations {
-            create: seen.contains(&ApiOperation::Create),
-            update: seen.contains(&ApiOperation::Update),
+            create: seen.contains(&OperationPattern::Create),
+            update: seen.contains(&OperationPattern::Update),
         })
     }
 }
@@ -738,13 +738,9 @@ fn compile_tests(
     for (index, test) in path_tests.iter().enumerate() {
         let sub_path =
             Path::parse(&test.sub_path).map_err(|source| Problem::SubPath { index, source })?;
-        let condition = match test.condition {
-            sartor_api::Condition::MustExist => sartor_location::Condition::MustExist,
-            sartor_api::Condition::MustNotExist => sartor_location::Condition::MustNotExist,
-        };
         tests.push(sartor_location::PathTest {
             sub_path,
-            condition,
+            condition: test.condition,
         });
     }
     PathTests::new(location, &tests).map_err(Problem::PathTests)

@@ -1,8 +1,11 @@
-//! What the engine knows about an admission besides the object: its kind,
-//! the operation, the namespace it lives in and where it came from.
+//! What the engine is asked to mutate: an [`Admission`] (the object, the
+//! operation, its namespace and source, and where to find Namespace objects),
+//! and the [`Request`] that matching reads once the namespace is resolved.
 
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
+pub use sartor_api::{Operation, Source};
 use serde_json::Value;
 
 /// An object's group, version and kind, as in its `apiVersion` and `kind`.
@@ -16,27 +19,43 @@ pub struct Gvk {
     pub kind: String,
 }
 
-/// The admission operation a mutation runs for. Gatekeeper mutates only on
-/// these two; DELETE and CONNECT never reach the engine.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Operation {
-    /// An object being created.
-    Create,
-    /// An object being updated.
-    Update,
+/// One object to mutate, and everything about its admission: the one input
+/// of [`System::mutate`](crate::System::mutate), built the same way by the
+/// webhook, `sartor mutate` and `sartor test`.
+#[derive(Clone)]
+pub struct Admission<'a> {
+    /// The object as admitted. The engine never changes it: it copies it once,
+    /// when a mutator first applies, and compares against it.
+    pub object: &'a Value,
+    /// The object's kind, read once from `object` by [`Admission::new`].
+    pub gvk: Gvk,
+    /// CREATE or UPDATE.
+    pub operation: Operation,
+    /// Original (the default) or Generated.
+    pub source: Source,
+    /// The namespace it is admitted in: the admission request's (an object
+    /// may omit `metadata.namespace`); `None` for cluster-scoped objects and
+    /// Namespaces. [`Admission::new`] reads `metadata.namespace`.
+    pub namespace: Option<&'a str>,
+    /// Where the Namespace object is found; asked only when a mutator that
+    /// may apply has a `namespaceSelector` or takes a value from it.
+    pub namespaces: &'a dyn NamespaceLookup,
+    /// Whether to build the RFC 6902 patch from `object` to the result.
+    pub patch: bool,
 }
 
-/// Whether the object is one a user wrote or one generated from another
-/// (Gatekeeper's expansion of a Deployment's Pod template). `match.source`
-/// selects on it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-pub enum Source {
-    /// An object as submitted; what the webhook and the CLI mutate.
-    #[default]
-    Original,
-    /// An object generated from another one.
-    Generated,
+/// Namespace objects by name, for `namespaceSelector` and `fromNamespace`.
+/// Answers from memory: a caller that must fetch one does so before it calls
+/// the engine (the webhook asks when [`System::needs_namespace`](crate::System::needs_namespace)).
+pub trait NamespaceLookup: Sync {
+    /// The Namespace named `name`, if known.
+    fn namespace(&self, name: &str) -> Option<&Value>;
 }
+
+/// No Namespace objects: a mutator that needs one fails to match with an
+/// error naming the namespace.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoNamespaces;
 
 /// Everything about one admission that matching needs besides the object.
 #[derive(Debug, Clone, Copy)]
@@ -106,24 +125,92 @@ impl fmt::Display for Gvk {
     }
 }
 
-// === impl Operation ===
+// === impl Admission ===
 
-impl Operation {
-    /// Both operations, in Gatekeeper's order.
-    pub const ALL: [Operation; 2] = [Operation::Create, Operation::Update];
+impl<'a> Admission<'a> {
+    /// A CREATE of the original `object`, admitted in its `metadata.namespace`
+    /// (none for a Namespace), with no Namespace objects and no patch.
+    pub fn new(object: &'a Value) -> Admission<'a> {
+        let gvk = Gvk::of(object);
+        let namespace = object
+            .get("metadata")
+            .and_then(|m| m.get("namespace"))
+            .and_then(Value::as_str)
+            .filter(|ns| !ns.is_empty() && !gvk.is_namespace());
+        Admission {
+            object,
+            gvk,
+            operation: Operation::Create,
+            source: Source::Original,
+            namespace,
+            namespaces: &NoNamespaces,
+            patch: false,
+        }
+    }
 
-    /// The admission spelling, `CREATE` or `UPDATE`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Operation::Create => "CREATE",
-            Operation::Update => "UPDATE",
+    /// The same admission for `operation`.
+    #[must_use]
+    pub fn operation(self, operation: Operation) -> Admission<'a> {
+        Admission { operation, ..self }
+    }
+
+    /// The same admission of an object of `source`.
+    #[must_use]
+    pub fn source(self, source: Source) -> Admission<'a> {
+        Admission { source, ..self }
+    }
+
+    /// The same admission in `namespace` (the admission request's).
+    #[must_use]
+    pub fn namespace(self, namespace: Option<&'a str>) -> Admission<'a> {
+        Admission { namespace, ..self }
+    }
+
+    /// The same admission, finding Namespace objects in `namespaces`.
+    #[must_use]
+    pub fn namespaces(self, namespaces: &'a dyn NamespaceLookup) -> Admission<'a> {
+        Admission { namespaces, ..self }
+    }
+
+    /// The same admission, asking for the RFC 6902 patch.
+    #[must_use]
+    pub fn with_patch(self) -> Admission<'a> {
+        Admission {
+            patch: true,
+            ..self
         }
     }
 }
 
-impl fmt::Display for Operation {
+impl fmt::Debug for Admission<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        f.debug_struct("Admission")
+            .field("object", &self.gvk.to_string())
+            .field("operation", &self.operation)
+            .field("source", &self.source)
+            .field("namespace", &self.namespace)
+            .field("patch", &self.patch)
+            .finish_non_exhaustive()
+    }
+}
+
+// === impl NamespaceLookup ===
+
+impl NamespaceLookup for NoNamespaces {
+    fn namespace(&self, _name: &str) -> Option<&Value> {
+        None
+    }
+}
+
+impl NamespaceLookup for HashMap<String, Value> {
+    fn namespace(&self, name: &str) -> Option<&Value> {
+        self.get(name)
+    }
+}
+
+impl NamespaceLookup for BTreeMap<String, Value> {
+    fn namespace(&self, name: &str) -> Option<&Value> {
+        self.get(name)
     }
 }
 

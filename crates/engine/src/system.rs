@@ -8,6 +8,7 @@
 //! keep using the old one. Mutators are shared between clones (`Arc`), so a
 //! clone copies only the indexes.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::sync::Arc;
@@ -17,9 +18,11 @@ use serde_json::{Map, Value};
 
 use crate::condition::{ConditionConflict, may_write};
 use crate::conflict::Conflict;
+use crate::convergence::Convergence;
 use crate::matching::{MatchError, metadata_str};
 use crate::mutator::{Applies, Mutator, MutatorId};
-use crate::request::{Gvk, Request};
+use crate::patch;
+use crate::request::{Admission, Gvk, Operation, Request};
 use crate::schema::{Binding, Entry, SchemaDb};
 use crate::targets::Targets;
 use crate::walk::WalkError;
@@ -45,13 +48,19 @@ pub struct System {
     annotate: bool,
 }
 
-/// What one `System::mutate` did.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// What one [`System::mutate`] did.
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Mutation {
     /// Passes run (0 when no mutator applies to the object's kind).
     pub passes: usize,
     /// Every change, in the order it happened.
     pub changes: Vec<Change>,
+    /// The mutated object; `None` when it came out as it was admitted
+    /// (nothing applied, or the changes cancelled out).
+    pub object: Option<Value>,
+    /// The RFC 6902 patch from the admitted object to `object`, when the
+    /// admission asked for one ([`Admission::with_patch`]) and `object` is set.
+    pub patch: Option<json_patch::Patch>,
 }
 
 /// One mutator changing one place of the object.
@@ -335,83 +344,99 @@ impl System {
         schema.chain(conditions).collect()
     }
 
-    /// Mutates `object` in place: applies every matching mutator in order,
+    /// Mutates one admitted object: applies every matching mutator in order,
     /// pass after pass, until a whole pass leaves the object as it found it.
+    /// The one entry point of the webhook, `sartor mutate` and `sartor test`.
     ///
     /// Matching is evaluated again in every pass, on the object as it is
     /// then. The number of passes is bounded by the number of mutators loaded
-    /// plus one, as in Gatekeeper.
+    /// plus one, as in Gatekeeper. The admitted object is read, never changed:
+    /// it is copied once, when a mutator first applies. The Namespace is asked
+    /// for only when a mutator that may apply needs it.
     ///
     /// # Errors
-    /// A [`MutateError`] naming the object and the mutator; `object` is then
-    /// partly mutated and should be discarded.
-    pub fn mutate(
-        &self,
-        object: &mut Value,
-        request: &Request<'_>,
-    ) -> Result<Mutation, MutateError> {
-        let gvk = Gvk::of(object);
-        let candidates = self.candidates(&gvk);
+    /// A [`MutateError`] naming the object and the mutator.
+    pub fn mutate(&self, admission: &Admission<'_>) -> Result<Mutation, MutateError> {
+        let admitted = admission.object;
+        let gvk = &admission.gvk;
+        let candidates = self.candidates(gvk, admission.operation);
         let mut mutation = Mutation::default();
         if candidates.is_empty() {
             return Ok(mutation);
         }
+        let namespace_object = match admission.namespace {
+            Some(name) if candidates.iter().any(|m| m.needs_namespace()) => {
+                admission.namespaces.namespace(name)
+            }
+            _ => None,
+        };
+        let request = Request {
+            operation: admission.operation,
+            source: admission.source,
+            namespace: admission.namespace,
+            namespace_object,
+        };
+        let run = Run {
+            candidates: &candidates,
+            gvk,
+            request: &request,
+        };
+        let mut object: Cow<'_, Value> = Cow::Borrowed(admitted);
+        let mut convergence = Convergence::new(admitted);
+        // Whether each candidate matched when last asked. `match` reads only
+        // the request and the object's metadata, so an answer holds until a
+        // change under `metadata`; value conditions are read every time.
+        let mut matched: Vec<Option<bool>> = vec![None; candidates.len()];
         let max_passes = self.mutators.len() + 1;
-        // A pass has converged when it changed nothing, or when it ended where
-        // it started. The second needs the object as the pass found it, but a
-        // pass whose changes touch disjoint places cannot end where it started,
-        // so sartor keeps a copy of the input only, and rebuilds a pass's
-        // start by replaying the earlier passes when changes overlap (two
-        // mutators fighting over a field).
-        let mut original: Option<Value> = None;
-        let mut snapshots = false;
-        // Replays cost a pass each; a set that keeps overlapping (an
-        // oscillation) switches to a copy per pass instead.
-        let mut replays = 2u8;
         for pass in 1..=max_passes {
             mutation.passes = pass;
             let first_change = mutation.changes.len();
-            let mut before: Option<Value> = None;
-            for mutator in &candidates {
-                if !self.matches(mutator, object, &gvk, request)? {
+            for (mutator, matched) in candidates.iter().zip(matched.iter_mut()) {
+                let matches = match *matched {
+                    Some(matches) => matches,
+                    None => {
+                        let matches = run.matches(mutator, &object)?;
+                        if mutator.conditions().is_empty() {
+                            *matched = Some(matches);
+                        }
+                        matches
+                    }
+                };
+                if !matches {
                     continue;
                 }
-                if original.is_none() {
-                    original = Some(object.clone());
-                }
-                if snapshots && before.is_none() {
-                    before = Some(object.clone());
-                }
-                let walked = self.apply(mutator, object, &gvk, request)?;
+                let target = object.to_mut();
+                convergence.before_first_change(target);
+                let walked = run.apply(mutator, target)?;
                 for changed in walked.changed {
                     mutation.changes.push(Change {
                         pass,
                         mutator: mutator.id().clone(),
-                        path: changed.path(mutator.location(), object),
+                        path: changed.path(mutator.location(), target),
                     });
                 }
             }
             let changes = mutation.changes.get(first_change..).unwrap_or_default();
-            let converged = if changes.is_empty() {
-                true
-            } else if snapshots {
-                before.as_ref() == Some(object)
-            } else if !overlapping(changes) {
-                false
-            } else if pass == 1 {
-                original.as_ref() == Some(object)
-            } else {
-                replays -= 1;
-                snapshots = replays == 0;
-                let mut start = original.clone().unwrap_or_default();
-                for _ in 1..pass {
-                    self.replay_pass(&candidates, &mut start, &gvk, request)?;
-                }
-                start == *object
-            };
-            if converged {
+            if changes.iter().any(Change::in_metadata) {
+                matched.fill(None);
+            }
+            let mut replay = |start: &mut Value, passes: usize| run.replay(start, passes);
+            if convergence.converged(pass, changes, &object, &mut replay)? {
                 if self.annotate && !mutation.changes.is_empty() {
-                    self.annotate_object(object, &mutation);
+                    self.annotate_object(object.to_mut(), &mutation);
+                }
+                if let Cow::Owned(mutated) = object {
+                    let patch = admission
+                        .patch
+                        .then(|| patch::between(admitted, &mutated, &mutation.changes));
+                    let changed = match &patch {
+                        Some(patch) => !patch.0.is_empty(),
+                        None => mutated != *admitted,
+                    };
+                    if changed {
+                        mutation.object = Some(mutated);
+                        mutation.patch = patch;
+                    }
                 }
                 return Ok(mutation);
             }
@@ -429,9 +454,9 @@ impl System {
             }
         }
         Err(fail(
-            object,
-            &gvk,
-            request,
+            &object,
+            gvk,
+            &request,
             Failure::NotConverging {
                 passes: last,
                 changing,
@@ -439,51 +464,18 @@ impl System {
         ))
     }
 
-    fn matches(
-        &self,
-        mutator: &Mutator,
-        object: &Value,
-        gvk: &Gvk,
-        request: &Request<'_>,
-    ) -> Result<bool, MutateError> {
-        mutator.matches(object, gvk, request).map_err(|source| {
-            let mutator = mutator.id().clone();
-            fail(object, gvk, request, Failure::Match { mutator, source })
-        })
+    /// Whether a mutator that may apply to objects of `gvk` on `operation`
+    /// needs the object's Namespace (a `namespaceSelector`, a value from the
+    /// Namespace): a caller that must fetch the Namespace asks this first.
+    pub fn needs_namespace(&self, gvk: &Gvk, operation: Operation) -> bool {
+        self.candidates(gvk, operation)
+            .iter()
+            .any(|mutator| mutator.needs_namespace())
     }
 
-    fn apply(
-        &self,
-        mutator: &Mutator,
-        object: &mut Value,
-        gvk: &Gvk,
-        request: &Request<'_>,
-    ) -> Result<crate::walk::Walked, MutateError> {
-        mutator.apply(object, request).map_err(|source| {
-            let mutator = mutator.id().clone();
-            fail(object, gvk, request, Failure::Apply { mutator, source })
-        })
-    }
-
-    /// Runs one pass again on a copy, to rebuild the state a later pass
-    /// started from (mutation is deterministic).
-    fn replay_pass(
-        &self,
-        candidates: &[&Arc<Mutator>],
-        object: &mut Value,
-        gvk: &Gvk,
-        request: &Request<'_>,
-    ) -> Result<(), MutateError> {
-        for mutator in candidates {
-            if self.matches(mutator, object, gvk, request)? {
-                self.apply(mutator, object, gvk, request)?;
-            }
-        }
-        Ok(())
-    }
-
-    /// The mutators that may apply to `gvk`, in order, conflicting ones left out.
-    fn candidates(&self, gvk: &Gvk) -> Vec<&Arc<Mutator>> {
+    /// The mutators that may apply to `gvk` on `operation`, in order,
+    /// conflicting ones left out.
+    fn candidates(&self, gvk: &Gvk, operation: Operation) -> Vec<&Arc<Mutator>> {
         let mut specific = self
             .by_gvk
             .get(gvk)
@@ -502,6 +494,7 @@ impl System {
             };
             if let Some((id, mutator)) = next
                 && !self.conflicted.contains(id)
+                && mutator.applies().allows(gvk, operation)
             {
                 candidates.push(mutator);
             }
@@ -547,6 +540,60 @@ impl System {
     }
 }
 
+/// The mutators one mutation runs, with what they match against.
+struct Run<'a> {
+    candidates: &'a [&'a Arc<Mutator>],
+    gvk: &'a Gvk,
+    request: &'a Request<'a>,
+}
+
+// === impl Run ===
+
+impl Run<'_> {
+    fn matches(&self, mutator: &Mutator, object: &Value) -> Result<bool, MutateError> {
+        mutator
+            .matches(object, self.gvk, self.request)
+            .map_err(|source| {
+                let mutator = mutator.id().clone();
+                fail(
+                    object,
+                    self.gvk,
+                    self.request,
+                    Failure::Match { mutator, source },
+                )
+            })
+    }
+
+    fn apply(
+        &self,
+        mutator: &Mutator,
+        object: &mut Value,
+    ) -> Result<crate::walk::Walked, MutateError> {
+        mutator.apply(object, self.request).map_err(|source| {
+            let mutator = mutator.id().clone();
+            fail(
+                object,
+                self.gvk,
+                self.request,
+                Failure::Apply { mutator, source },
+            )
+        })
+    }
+
+    /// Runs the first `passes` passes again on `object`, to rebuild the state
+    /// a later pass started from (mutation is deterministic).
+    fn replay(&self, object: &mut Value, passes: usize) -> Result<(), MutateError> {
+        for _ in 0..passes {
+            for mutator in self.candidates {
+                if self.matches(mutator, object)? {
+                    self.apply(mutator, object)?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
 /// The (kind, operation) pairs two mutators both apply to, sorted; `None`
 /// when there is none. Empty when both apply to everything (AssignMetadata).
 fn shared_bindings(a: &Applies, b: &Applies) -> Option<Vec<Binding>> {
@@ -565,27 +612,6 @@ fn shared_bindings(a: &Applies, b: &Applies) -> Option<Vec<Binding>> {
     (!shared.is_empty()).then_some(shared)
 }
 
-/// Whether some change of a pass may have undone another: two changes at the
-/// same place, or one inside the other. Conservative (a glob or exclusion left
-/// in a path counts as overlapping): a false "overlapping" costs a replay, a
-/// false "disjoint" would be a bug.
-fn overlapping(changes: &[Change]) -> bool {
-    let mut seen: std::collections::HashSet<&[sartor_location::Node]> =
-        std::collections::HashSet::with_capacity(changes.len());
-    for change in changes {
-        if change.path.has_glob()
-            || change.path.uses_exclusion()
-            || !seen.insert(change.path.nodes())
-        {
-            return true;
-        }
-    }
-    changes.iter().any(|change| {
-        let nodes = change.path.nodes();
-        (1..nodes.len()).any(|len| nodes.get(..len).is_some_and(|prefix| seen.contains(prefix)))
-    })
-}
-
 fn fail(object: &Value, gvk: &Gvk, request: &Request<'_>, reason: Failure) -> MutateError {
     MutateError {
         object: Box::new(ObjectRef::of(object, gvk, request)),
@@ -593,12 +619,27 @@ fn fail(object: &Value, gvk: &Gvk, request: &Request<'_>, reason: Failure) -> Mu
     }
 }
 
+// === impl Change ===
+
+impl Change {
+    /// Whether it changed the object's `metadata`, which `match` reads.
+    fn in_metadata(&self) -> bool {
+        matches!(self.path.nodes().first(), Some(sartor_location::Node::Field(name)) if name == "metadata")
+    }
+}
+
 // === impl Mutation ===
 
 impl Mutation {
-    /// Whether anything changed.
+    /// Whether any mutator changed the object, even if a later change undid
+    /// it (then `object` is `None`).
     pub fn changed(&self) -> bool {
         !self.changes.is_empty()
+    }
+
+    /// The object after mutation: the mutated one, or `admitted` as it was.
+    pub fn object_or<'a>(&'a self, admitted: &'a Value) -> &'a Value {
+        self.object.as_ref().unwrap_or(admitted)
     }
 
     /// The mutators that changed something, in the order they first did.
@@ -616,6 +657,17 @@ impl Mutation {
 // === impl ObjectRef ===
 
 impl ObjectRef {
+    /// Names the object of `admission`.
+    pub fn admitted(admission: &Admission<'_>) -> ObjectRef {
+        let request = Request {
+            operation: admission.operation,
+            source: admission.source,
+            namespace: admission.namespace,
+            namespace_object: None,
+        };
+        ObjectRef::of(admission.object, &admission.gvk, &request)
+    }
+
     /// Names `object` of kind `gvk` in `request`'s namespace.
     pub fn of(object: &Value, gvk: &Gvk, request: &Request<'_>) -> ObjectRef {
         let name = match metadata_str(object, "name").filter(|n| !n.is_empty()) {
@@ -640,43 +692,6 @@ impl fmt::Display for ObjectRef {
             (Some(ns), true) => write!(f, " in namespace {ns}"),
             (None, false) => write!(f, " {}", self.name),
             (None, true) => Ok(()),
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use sartor_api::MutatorKind;
-
-    fn changes(paths: &[&str]) -> Vec<Change> {
-        paths
-            .iter()
-            .map(|p| Change {
-                pass: 1,
-                mutator: MutatorId::new(MutatorKind::Assign, "a"),
-                path: Path::parse(p).unwrap(),
-            })
-            .collect()
-    }
-
-    #[test]
-    fn changes_overlap_when_one_is_at_or_inside_another() {
-        let cases = [
-            (&["spec.a", "spec.b"][..], false),
-            (&["spec.a", "spec.ab", "spec.a-b"][..], false),
-            (
-                &["spec.c[name: x].image", "spec.c[name: y].image"][..],
-                false,
-            ),
-            (&["spec.a", "spec.a"][..], true),
-            (&["spec.a.b", "spec.a"][..], true),
-            (&["spec.c[name: x]", "spec.c[name: x].image"][..], true),
-            (&["spec.c", "spec.c[name: x].image"][..], true),
-            (&["spec.c[name: *].image"][..], true),
-        ];
-        for (paths, want) in cases {
-            assert_eq!(overlapping(&changes(paths)), want, "{paths:?}");
         }
     }
 }

@@ -18,6 +18,8 @@ mod conditions;
 mod exclusion;
 #[path = "engine/expansion.rs"]
 mod expansion;
+#[path = "engine/in_place.rs"]
+pub mod in_place;
 #[path = "engine/matching.rs"]
 mod matching;
 #[path = "engine/namespace_values.rs"]
@@ -74,8 +76,7 @@ pub fn mutate(
     request: &Request<'_>,
 ) -> Result<(Value, Mutation), String> {
     let mut object = object.clone();
-    system
-        .mutate(&mut object, request)
+    in_place::mutate_in_place(system, &mut object, request)
         .map(|m| (object, m))
         .map_err(|e| e.to_string())
 }

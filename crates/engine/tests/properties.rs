@@ -13,6 +13,10 @@ use sartor_engine::analysis::{Rule, analyze};
 use sartor_engine::{Failure, Mutator, Request, System};
 use serde_json::{Value, json};
 
+#[path = "engine/in_place.rs"]
+mod in_place;
+use in_place::mutate_in_place;
+
 /// Locations near the grammar: valid ones, and broken variants of them.
 fn location() -> impl Strategy<Value = String> {
     let pieces = prop::sample::select(vec![
@@ -456,10 +460,10 @@ proptest! {
         let namespace = namespace();
         let request = request(&namespace);
         let mut once = pod(spec);
-        match system.mutate(&mut once, &request) {
+        match mutate_in_place(&system, &mut once, &request) {
             Ok(_) => {
                 let mut twice = once.clone();
-                prop_assert!(system.mutate(&mut twice, &request).is_ok());
+                prop_assert!(mutate_in_place(&system, &mut twice, &request).is_ok());
                 prop_assert_eq!(twice, once);
             }
             // A value in the way of a location (spec.s a string, then
@@ -510,9 +514,9 @@ proptest! {
         let system = system_of(&picks);
         let namespace = namespace();
         let request = request(&namespace);
-        let _ = system.mutate(&mut pod(spec), &request);
+        let _ = mutate_in_place(&system, &mut pod(spec), &request);
         let mut whole = whole;
-        let _ = system.mutate(&mut whole, &request);
+        let _ = mutate_in_place(&system, &mut whole, &request);
     }
 
     #[test]
@@ -526,7 +530,7 @@ proptest! {
         let mut fast = pod(spec);
         let mut reference = fast.clone();
         // sartor runs no pass at all when nothing can apply to the kind.
-        let got = system.mutate(&mut fast, &request).map(|m| m.passes.max(1));
+        let got = mutate_in_place(&system, &mut fast, &request).map(|m| m.passes.max(1));
         let want = gatekeeper_loop(&system, &mut reference, &request);
         prop_assert_eq!(got.ok(), want);
         if want.is_some() {
@@ -543,9 +547,9 @@ proptest! {
         let namespace = namespace();
         let request = request(&namespace);
         let mut once = pod(spec);
-        if system.mutate(&mut once, &request).is_ok() {
+        if mutate_in_place(&system, &mut once, &request).is_ok() {
             let mut twice = once.clone();
-            let again = system.mutate(&mut twice, &request);
+            let again = mutate_in_place(&system, &mut twice, &request);
             prop_assert!(again.is_ok(), "{:?}", again);
             prop_assert_eq!(twice, once);
         }
@@ -570,8 +574,8 @@ proptest! {
             without.remove(&finding.mutators[0]);
             let mut with_it = pod(spec.clone());
             let mut alone = with_it.clone();
-            if system.mutate(&mut with_it, &request).is_ok()
-                && without.mutate(&mut alone, &request).is_ok()
+            if mutate_in_place(&system, &mut with_it, &request).is_ok()
+                && mutate_in_place(&without, &mut alone, &request).is_ok()
             {
                 prop_assert_eq!(&with_it, &alone, "{}", finding);
             }
@@ -590,7 +594,7 @@ proptest! {
         prop_assume!(analyze(&system).iter().all(|f| f.rule != Rule::MayNotConverge));
         let namespace = namespace();
         let request = request(&namespace);
-        if let Err(error) = system.mutate(&mut pod(spec), &request)
+        if let Err(error) = mutate_in_place(&system, &mut pod(spec), &request)
             && let Failure::NotConverging { changing, .. } = &*error.reason
         {
             prop_assert!(

@@ -4,14 +4,21 @@
 use std::fmt;
 use std::str::FromStr;
 
+use schemars::JsonSchema;
+
 use crate::path::Path;
 
-/// Whether the object at a pathTest's subPath must exist or must be absent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// MustExist: mutate only if something is at the subPath; MustNotExist: only if nothing is.
+///
+/// The one pathTest condition type: the mutator API (`parameters.pathTests`)
+/// deserializes into it and the walk checks it.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, JsonSchema,
+)]
 pub enum Condition {
-    /// Mutate only if something is at the subPath (an empty `{}` counts).
+    /// Something must be at the subPath (an empty object counts).
     MustExist,
-    /// Mutate only if nothing is at the subPath.
+    /// Nothing may be at the subPath.
     MustNotExist,
 }
 
@@ -97,19 +104,6 @@ impl FromStr for Condition {
             "MustNotExist" => Ok(Condition::MustNotExist),
             other => Err(UnknownCondition(other.to_string())),
         }
-    }
-}
-
-impl serde::Serialize for Condition {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.as_str())
-    }
-}
-
-impl<'de> serde::Deserialize<'de> for Condition {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let s = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
-        s.parse().map_err(serde::de::Error::custom)
     }
 }
 

@@ -9,7 +9,7 @@ use base64::Engine as _;
 use sartor_api::{
     Document, GATEKEEPER_GROUP, GROUP, MutatorKind, Origin, Wildcard, json_type, parse_mutator,
 };
-use sartor_engine::{Conflict, Gvk, Mutator, MutatorId, Operation, Request, Source, System};
+use sartor_engine::{Admission, Conflict, Mutator, MutatorId, NamespaceLookup, Operation, System};
 use sartor_location::{KeyValue, Node, Path};
 use serde_json::Value;
 
@@ -210,6 +210,31 @@ fn inside_added_container(path: &Path, added: &[Value]) -> bool {
     }
 }
 
+/// What the skip rules decided about a `/v1/mutate` request.
+enum Admit<'r> {
+    /// Answered without mutating.
+    Answer(AdmissionResponse, &'static str),
+    /// To be mutated.
+    Mutate(Admitted<'r>),
+}
+
+/// A request to mutate, with the snapshot it is mutated under.
+struct Admitted<'r> {
+    admission: Admission<'r>,
+    /// Whether a mutator that may apply reads the Namespace.
+    needs_namespace: bool,
+    snapshot: Arc<Snapshot>,
+}
+
+/// The Namespace object fetched for one request, if any.
+struct Prefetched(Option<Arc<Value>>);
+
+impl NamespaceLookup for Prefetched {
+    fn namespace(&self, _name: &str) -> Option<&Value> {
+        self.0.as_deref()
+    }
+}
+
 /// Why a mutation was skipped, for the debug log.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Skip {
@@ -291,37 +316,49 @@ impl Webhook {
         crds.iter().filter(|crd| !crd.installed).cloned().collect()
     }
 
-    /// Answers a `/v1/mutate` body.
-    pub fn mutate(&self, body: &[u8]) -> Reply {
+    /// Answers a `/v1/mutate` body. Waits only when a mutator that may apply
+    /// needs the object's Namespace and the provider must fetch it.
+    pub async fn mutate(&self, body: &[u8]) -> Reply {
         let started = Instant::now();
         let (version, request) = match AdmissionReview::parse(body) {
             Ok(parsed) => parsed,
             Err(error) => return bad_request(&error),
         };
-        let (response, outcome) = match self.mutate_request(&request, started) {
-            Ok(answer) => answer,
+        let admitted = match self.admit(&request) {
+            Ok(Admit::Answer(response, outcome)) => {
+                return review_reply(response, &version, outcome);
+            }
+            Ok(Admit::Mutate(admitted)) => admitted,
             Err(error) => return bad_request(&error),
         };
+        let namespace = match admitted
+            .admission
+            .namespace
+            .filter(|_| admitted.needs_namespace)
+        {
+            Some(name) => match self.namespaces.lookup(name) {
+                Lookup::Found(namespace) => Some(namespace),
+                Lookup::Unknown => match self.namespaces.fetch(name).await {
+                    Lookup::Found(namespace) => Some(namespace),
+                    Lookup::Unknown => None,
+                },
+            },
+            None => None,
+        };
+        let (response, outcome) = self.mutate_admitted(&request, &admitted, namespace, started);
         review_reply(response, &version, outcome)
     }
 
-    fn mutate_request(
-        &self,
-        request: &AdmissionRequest,
-        started: Instant,
-    ) -> Result<(AdmissionResponse, &'static str), ReviewError> {
+    /// The skip rules, then what mutating `request` needs.
+    fn admit<'r>(&self, request: &'r AdmissionRequest) -> Result<Admit<'r>, ReviewError> {
         let uid = request.uid.as_str();
-        let operation = match request.operation.as_str() {
-            "CREATE" => Operation::Create,
-            "UPDATE" => Operation::Update,
-            other => {
-                tracing::debug!(uid, operation = other, "skipped: not CREATE or UPDATE");
-                return Ok((AdmissionResponse::allow(uid), "skipped"));
-            }
+        let Ok(operation) = request.operation.parse::<Operation>() else {
+            tracing::debug!(uid, operation = %request.operation, "skipped: not CREATE or UPDATE");
+            return Ok(Admit::Answer(AdmissionResponse::allow(uid), "skipped"));
         };
         if let Some(skip) = self.skip(request) {
             tracing::debug!(uid, reason = ?skip, "skipped");
-            return Ok((AdmissionResponse::allow(uid), "skipped"));
+            return Ok(Admit::Answer(AdmissionResponse::allow(uid), "skipped"));
         }
         let object = match &request.object {
             Some(object @ Value::Object(_)) => object,
@@ -329,48 +366,68 @@ impl Webhook {
             None => return Err(ReviewError::ObjectNotAnObject("nothing")),
         };
         let Some(snapshot) = self.current() else {
-            return Ok(self.failed(uid, "sartor has not loaded its mutators yet".to_string()));
+            let (response, outcome) =
+                self.failed(uid, "sartor has not loaded its mutators yet".to_string());
+            return Ok(Admit::Answer(response, outcome));
         };
-        let gvk = Gvk::of(object);
-        let namespace = (!gvk.is_namespace() && !request.namespace.is_empty())
+        let admission = Admission::new(object).operation(operation);
+        // The request's namespace: the object may omit it.
+        let namespace = (!admission.gvk.is_namespace() && !request.namespace.is_empty())
             .then_some(request.namespace.as_str());
-        let namespace_object = match namespace.map(|name| self.namespaces.lookup(name)) {
-            Some(Lookup::Found(namespace)) => Some(namespace),
-            Some(Lookup::Unknown) | None => None,
-        };
-        let engine_request = Request {
-            operation,
-            source: Source::Original,
-            namespace,
-            namespace_object: namespace_object.as_deref(),
-        };
-        let mut mutated = object.clone();
-        let mut mutation = match snapshot.system.mutate(&mut mutated, &engine_request) {
+        let needs_namespace =
+            namespace.is_some() && snapshot.system.needs_namespace(&admission.gvk, operation);
+        Ok(Admit::Mutate(Admitted {
+            admission: admission.namespace(namespace),
+            needs_namespace,
+            snapshot,
+        }))
+    }
+
+    /// Mutates an admitted object with the snapshot it was admitted under.
+    fn mutate_admitted(
+        &self,
+        request: &AdmissionRequest,
+        admitted: &Admitted<'_>,
+        namespace: Option<Arc<Value>>,
+        started: Instant,
+    ) -> (AdmissionResponse, &'static str) {
+        let uid = request.uid.as_str();
+        let object = admitted.admission.object;
+        let ephemeral = is_ephemeral_containers(request);
+        let namespaces = Prefetched(namespace);
+        let mut admission = admitted.admission.clone().namespaces(&namespaces);
+        if !ephemeral {
+            admission = admission.with_patch();
+        }
+        let mut mutation = match admitted.snapshot.system.mutate(&admission) {
             Ok(mutation) => mutation,
             Err(error) => {
                 tracing::warn!(uid, %error, "mutation failed");
-                return Ok(self.failed(uid, error.to_string()));
+                return self.failed(uid, error.to_string());
             }
         };
-        if !mutation.changed() {
-            return Ok((AdmissionResponse::allow(uid), "unchanged"));
-        }
-        if is_ephemeral_containers(request) {
-            let added = added_ephemeral_containers(object, request.old_object.as_ref());
-            mutated = with_ephemeral_containers_of(object, &mutated, &added);
-            // Only these changes reach the API server: only their mutators count.
-            mutation
-                .changes
-                .retain(|change| inside_added_container(&change.path, &added));
-        }
-        // Changes may cancel out (a pass that ends where it started).
-        let patch = json_patch::diff(object, &mutated);
+        let Some(mutated) = mutation.object.take() else {
+            return (AdmissionResponse::allow(uid), "unchanged");
+        };
+        let patch = match mutation.patch.take() {
+            Some(patch) => patch,
+            None => {
+                // Only the ephemeral containers the request adds reach the
+                // API server: only their changes and mutators count.
+                let added = added_ephemeral_containers(object, request.old_object.as_ref());
+                let confined = with_ephemeral_containers_of(object, &mutated, &added);
+                mutation
+                    .changes
+                    .retain(|change| inside_added_container(&change.path, &added));
+                json_patch::diff(object, &confined)
+            }
+        };
         if patch.0.is_empty() {
-            return Ok((AdmissionResponse::allow(uid), "unchanged"));
+            return (AdmissionResponse::allow(uid), "unchanged");
         }
         let patch = match serde_json::to_vec(&patch) {
             Ok(patch) => patch,
-            Err(error) => return Ok(self.failed(uid, format!("encoding the patch: {error}"))),
+            Err(error) => return self.failed(uid, format!("encoding the patch: {error}")),
         };
         let applied = mutation.applied();
         self.metrics
@@ -378,7 +435,7 @@ impl Webhook {
         // Field values are built only when the info level is enabled.
         tracing::info!(
             uid,
-            kind = %gvk,
+            kind = %admission.gvk,
             object = %object_name(request),
             mutators = %applied
                 .iter()
@@ -394,7 +451,7 @@ impl Webhook {
             patch_type: Some("JSONPatch"),
             ..AdmissionResponse::allow(uid)
         };
-        Ok((response, "mutated"))
+        (response, "mutated")
     }
 
     /// The answer to a mutation that failed, per `on_error`.
@@ -454,7 +511,7 @@ impl Webhook {
             Err(error) => return bad_request(&error),
         };
         let uid = request.uid.as_str();
-        if !matches!(request.operation.as_str(), "CREATE" | "UPDATE") {
+        if request.operation.parse::<Operation>().is_err() {
             return review_reply(AdmissionResponse::allow(uid), &version, "skipped");
         }
         if request.kind.group.is_empty() && request.kind.kind == "Namespace" {

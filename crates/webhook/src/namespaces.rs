@@ -4,6 +4,8 @@
 //! Namespace files it was given.
 
 use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
@@ -18,11 +20,19 @@ pub enum Lookup {
     Unknown,
 }
 
-/// A source of Namespace objects. Lookups happen on the request path, so they
-/// must answer from memory.
+/// A source of Namespace objects. The webhook asks only when a mutator that
+/// may apply to the object needs its Namespace.
 pub trait Namespaces: Send + Sync {
-    /// The Namespace named `name`.
+    /// The Namespace named `name`, from memory.
     fn lookup(&self, name: &str) -> Lookup;
+
+    /// The Namespace named `name` when [`Namespaces::lookup`] did not know it:
+    /// a provider that can fetch one (the cluster cache, for a namespace
+    /// created a moment before an object in it) does so here, without
+    /// blocking a runtime thread. By default, the lookup's answer.
+    fn fetch<'a>(&'a self, name: &'a str) -> Pin<Box<dyn Future<Output = Lookup> + Send + 'a>> {
+        Box::pin(std::future::ready(self.lookup(name)))
+    }
 }
 
 /// No provider: every namespace is known and has no labels, so a

@@ -341,10 +341,8 @@ async fn admission_routes(
         return Ok(method_not_allowed("POST"));
     }
     let reply = match read_body(request, &limits).await {
-        Ok(body) => guard(|| match endpoint {
-            MUTATE => webhook.mutate(&body),
-            _ => webhook.validate(&body),
-        }),
+        Ok(body) if endpoint == MUTATE => guard(webhook.mutate(&body)).await,
+        Ok(body) => guard(async { webhook.validate(&body) }).await,
         Err(reply) => reply,
     };
     webhook
@@ -391,8 +389,8 @@ async fn read_body(request: Request<Incoming>, limits: &Limits) -> Result<Bytes,
 }
 
 /// Runs `handler`, turning a panic (a bug) into a 500 rather than a dead connection.
-fn guard(handler: impl FnOnce() -> Reply) -> Reply {
-    match std::panic::catch_unwind(AssertUnwindSafe(handler)) {
+async fn guard(handler: impl Future<Output = Reply>) -> Reply {
+    match futures::FutureExt::catch_unwind(AssertUnwindSafe(handler)).await {
         Ok(reply) => reply,
         Err(panic) => {
             let message = panic
@@ -504,7 +502,7 @@ mod tests {
 
     #[test]
     fn a_panicking_handler_is_answered_with_a_500() {
-        let reply = guard(|| panic!("boom"));
+        let reply = futures::executor::block_on(guard(async { panic!("boom") }));
         assert_eq!(reply.status, 500);
         assert_eq!(reply.outcome, "internal_error");
         assert_eq!(

@@ -1,0 +1,141 @@
+//! When a mutation has converged: Gatekeeper's rule, kept cheap.
+//!
+//! Gatekeeper copies the object before every pass and stops when a pass ends
+//! where it started. sartor gets the same answer without a copy per pass:
+//!
+//! - a pass that changed nothing has converged;
+//! - a pass whose changes touch disjoint places cannot end where it started
+//!   (each place it changed holds a new value), so it has not converged;
+//! - a pass with overlapping changes (two mutators fighting over a field) is
+//!   compared with its start: pass 1 with the admitted object, which the
+//!   caller still holds; a later pass with its start rebuilt by replaying the
+//!   earlier passes from the admitted object (mutation is deterministic).
+//!
+//! Replays cost a pass each, so a set that keeps overlapping (an oscillation)
+//! switches to Gatekeeper's plain copy of each pass's start after
+//! [`REPLAYS`] of them.
+
+use std::collections::HashSet;
+
+use sartor_location::Node;
+use serde_json::Value;
+
+use crate::system::Change;
+
+/// Replays allowed before switching to a copy per pass.
+const REPLAYS: u8 = 2;
+
+/// Above this many changes in a pass, overlap is checked through a hash set
+/// rather than pair by pair.
+const PAIRWISE_LIMIT: usize = 32;
+
+/// The convergence check of one mutation.
+#[derive(Debug)]
+pub(crate) struct Convergence<'a> {
+    /// The object as admitted: the start of pass 1.
+    admitted: &'a Value,
+    /// Replays left before copying each pass's start instead.
+    replays: u8,
+    /// The start of the current pass, when copies are being kept.
+    start: Option<Value>,
+}
+
+// === impl Convergence ===
+
+impl<'a> Convergence<'a> {
+    /// The check for a mutation of `admitted`.
+    pub(crate) fn new(admitted: &'a Value) -> Convergence<'a> {
+        Convergence {
+            admitted,
+            replays: REPLAYS,
+            start: None,
+        }
+    }
+
+    /// Whether the start of each pass is being copied (after too many replays).
+    pub(crate) fn copies_starts(&self) -> bool {
+        self.replays == 0
+    }
+
+    /// Called when a pass is about to change `object` for the first time:
+    /// keeps a copy of it when copies are being kept.
+    pub(crate) fn before_first_change(&mut self, object: &Value) {
+        if self.copies_starts() && self.start.is_none() {
+            self.start = Some(object.clone());
+        }
+    }
+
+    /// Whether pass `pass`, which made `changes` and left `object`, ended
+    /// where it started. `replay(start, passes)` runs the first `passes`
+    /// passes again on `start`.
+    ///
+    /// # Errors
+    /// What a replay fails with (it cannot, having succeeded once, but the
+    /// engine does not assume it).
+    pub(crate) fn converged(
+        &mut self,
+        pass: usize,
+        changes: &[Change],
+        object: &Value,
+        replay: &mut dyn FnMut(&mut Value, usize) -> Result<(), crate::MutateError>,
+    ) -> Result<bool, crate::MutateError> {
+        let kept = self.start.take();
+        if changes.is_empty() {
+            return Ok(true);
+        }
+        if let Some(start) = kept {
+            return Ok(start == *object);
+        }
+        if !overlapping(changes) {
+            return Ok(false);
+        }
+        if pass == 1 {
+            return Ok(self.admitted == object);
+        }
+        self.replays = self.replays.saturating_sub(1);
+        let mut start = self.admitted.clone();
+        replay(&mut start, pass - 1)?;
+        Ok(start == *object)
+    }
+}
+
+/// Whether some change of a pass may have undone another: two changes at the
+/// same place, or one inside the other. Conservative (a glob or exclusion left
+/// in a path counts as overlapping): a false "overlapping" costs a replay, a
+/// false "disjoint" would be a bug.
+pub(crate) fn overlapping(changes: &[Change]) -> bool {
+    if changes
+        .iter()
+        .any(|change| change.path.has_glob() || change.path.uses_exclusion())
+    {
+        return true;
+    }
+    if changes.len() <= PAIRWISE_LIMIT {
+        return changes.iter().enumerate().any(|(i, a)| {
+            changes
+                .iter()
+                .skip(i + 1)
+                .any(|b| nested(a.path.nodes(), b.path.nodes()))
+        });
+    }
+    let mut seen: HashSet<&[Node]> = HashSet::with_capacity(changes.len());
+    if !changes
+        .iter()
+        .all(|change| seen.insert(change.path.nodes()))
+    {
+        return true;
+    }
+    changes.iter().any(|change| {
+        let nodes = change.path.nodes();
+        (1..nodes.len()).any(|len| nodes.get(..len).is_some_and(|prefix| seen.contains(prefix)))
+    })
+}
+
+/// Whether one path is the other or inside it.
+fn nested(a: &[Node], b: &[Node]) -> bool {
+    let shared = a.len().min(b.len());
+    a.iter().zip(b).take(shared).all(|(x, y)| x == y)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,197 @@
+//! The RFC 6902 patch of a mutation, diffing only where the mutation changed
+//! something.
+//!
+//! Every change the engine makes is recorded with its path, so two objects
+//! that differ only under those paths need not be compared anywhere else.
+//! [`between`] follows the changed paths' leading fields down both objects and
+//! runs `json_patch::diff` only below them (at the first list or the changed
+//! place itself). The result is the same patch a diff of the whole objects
+//! gives, in the same order: both walk an object's keys in order, and the
+//! parts left out are equal.
+
+use std::collections::BTreeMap;
+
+use json_patch::jsonptr::PointerBuf;
+use json_patch::{Patch, PatchOperation};
+use sartor_location::Node;
+use serde_json::Value;
+
+use crate::system::{Change, MUTATIONS_ANNOTATION};
+
+/// The fields changes were made under, as a tree: a leaf is diffed whole.
+#[derive(Debug, Default)]
+struct Touched<'a> {
+    /// Diff everything below this point.
+    whole: bool,
+    fields: BTreeMap<&'a str, Touched<'a>>,
+}
+
+/// The patch from `admitted` to `mutated`, given every change made between them.
+pub(crate) fn between(admitted: &Value, mutated: &Value, changes: &[Change]) -> Patch {
+    let mut touched = Touched::default();
+    for change in changes {
+        touched.insert(change.path.nodes());
+    }
+    // The mutations annotation is written without a change of its own.
+    let annotated = mutated
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(MUTATIONS_ANNOTATION))
+        .is_some();
+    if annotated {
+        touched.insert_fields(&["metadata", "annotations"]);
+    }
+    let mut patch = Patch::default();
+    let mut pointer = PointerBuf::new();
+    touched.diff(admitted, mutated, &mut pointer, &mut patch);
+    patch
+}
+
+// === impl Touched ===
+
+impl<'a> Touched<'a> {
+    fn insert(&mut self, nodes: &'a [Node]) {
+        let mut at = self;
+        for node in nodes {
+            if at.whole {
+                return;
+            }
+            match node {
+                Node::Field(name) => at = at.fields.entry(name.as_str()).or_default(),
+                _ => break,
+            }
+        }
+        at.whole = true;
+        at.fields.clear();
+    }
+
+    fn insert_fields(&mut self, fields: &[&'a str]) {
+        let mut at = self;
+        for field in fields {
+            if at.whole {
+                return;
+            }
+            at = at.fields.entry(field).or_default();
+        }
+        at.whole = true;
+        at.fields.clear();
+    }
+
+    fn diff(&self, left: &Value, right: &Value, pointer: &mut PointerBuf, patch: &mut Patch) {
+        let (Value::Object(left), Value::Object(right), false) = (left, right, self.whole) else {
+            diff_below(left, right, pointer, patch);
+            return;
+        };
+        // Added or changed keys, in the right object's order (as json_patch).
+        for (key, right_value) in right.iter() {
+            let Some(touched) = self.fields.get(key.as_str()) else {
+                continue;
+            };
+            pointer.push_back(key.as_str());
+            match left.get(key) {
+                Some(left_value) => touched.diff(left_value, right_value, pointer, patch),
+                None => patch.0.push(PatchOperation::Add(json_patch::AddOperation {
+                    path: pointer.clone(),
+                    value: right_value.clone(),
+                })),
+            }
+            pointer.pop_back();
+        }
+        // Removed keys, in the left object's order.
+        for key in left.keys() {
+            if self.fields.contains_key(key.as_str()) && !right.contains_key(key) {
+                pointer.push_back(key.as_str());
+                patch
+                    .0
+                    .push(PatchOperation::Remove(json_patch::RemoveOperation {
+                        path: pointer.clone(),
+                    }));
+                pointer.pop_back();
+            }
+        }
+    }
+}
+
+/// `json_patch::diff` of two values at `pointer`.
+fn diff_below(left: &Value, right: &Value, pointer: &PointerBuf, patch: &mut Patch) {
+    for operation in json_patch::diff(left, right).0 {
+        patch.0.push(match operation {
+            PatchOperation::Add(mut op) => {
+                op.path = pointer.concat(&op.path);
+                PatchOperation::Add(op)
+            }
+            PatchOperation::Remove(mut op) => {
+                op.path = pointer.concat(&op.path);
+                PatchOperation::Remove(op)
+            }
+            PatchOperation::Replace(mut op) => {
+                op.path = pointer.concat(&op.path);
+                PatchOperation::Replace(op)
+            }
+            other => other,
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::MutatorId;
+    use sartor_api::MutatorKind;
+    use sartor_location::Path;
+    use serde_json::json;
+
+    fn changes(paths: &[&str]) -> Vec<Change> {
+        paths
+            .iter()
+            .map(|p| Change {
+                pass: 1,
+                mutator: MutatorId::new(MutatorKind::Assign, "a"),
+                path: Path::parse(p).unwrap(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_patch_is_the_whole_diff_restricted_to_changed_places() {
+        let before = json!({
+            "metadata": {"name": "web", "labels": {"app": "web"}},
+            "spec": {"containers": [{"name": "app", "image": "a:1"}], "dnsPolicy": "Default", "x": 1},
+        });
+        let after = json!({
+            "metadata": {"name": "web", "labels": {"app": "web", "team": "shop"},
+                         "annotations": {MUTATIONS_ANNOTATION: "Assign/a:1"}},
+            "spec": {"containers": [{"name": "app", "image": "a:2", "imagePullPolicy": "Always"}],
+                     "priority": 5},
+        });
+        let patch = between(
+            &before,
+            &after,
+            &changes(&[
+                "metadata.labels.team",
+                "spec.containers[name: app].image",
+                "spec.containers[name: app].imagePullPolicy",
+                "spec.dnsPolicy",
+                "spec.x",
+                "spec.priority",
+            ]),
+        );
+        assert_eq!(patch, json_patch::diff(&before, &after));
+        assert_eq!(patch.0.len(), 7, "{patch:?}");
+    }
+
+    #[test]
+    fn a_change_at_the_root_of_a_missing_parent_adds_it_whole() {
+        let before = json!({"kind": "Pod"});
+        let after = json!({"kind": "Pod", "spec": {"a": {"b": 1}}});
+        let patch = between(&before, &after, &changes(&["spec.a.b"]));
+        assert_eq!(patch, json_patch::diff(&before, &after));
+    }
+
+    #[test]
+    fn a_field_replacing_a_scalar_parent_is_diffed_there() {
+        let before = json!({"spec": "text"});
+        let after = json!({"spec": {"a": 1}});
+        let patch = between(&before, &after, &changes(&["spec.a"]));
+        assert_eq!(patch, json_patch::diff(&before, &after));
+    }
+}

@@ -1,0 +1,38 @@
+//! The tests' way into `System::mutate`: a `Request` (what matching reads)
+//! turned into the `Admission` every caller builds, the result written back
+//! in place; and on every call, the patch checked against a whole diff.
+
+use sartor_engine::{Admission, MutateError, Mutation, NamespaceLookup, Request, System};
+use serde_json::Value;
+
+/// The request's Namespace object, whatever name is asked for.
+struct Given<'a>(Option<&'a Value>);
+
+impl NamespaceLookup for Given<'_> {
+    fn namespace(&self, _name: &str) -> Option<&Value> {
+        self.0
+    }
+}
+
+/// Mutates `object` in place as `request` says, through `System::mutate`.
+/// Asserts the patch equals `json_patch::diff` of the whole objects.
+pub fn mutate_in_place(
+    system: &System,
+    object: &mut Value,
+    request: &Request<'_>,
+) -> Result<Mutation, MutateError> {
+    let namespaces = Given(request.namespace_object);
+    let admission = Admission::new(object)
+        .operation(request.operation)
+        .source(request.source)
+        .namespace(request.namespace)
+        .namespaces(&namespaces)
+        .with_patch();
+    let mut mutation = system.mutate(&admission)?;
+    if let Some(mutated) = mutation.object.take() {
+        let patch = mutation.patch.as_ref().expect("a patch is asked for");
+        assert_eq!(*patch, json_patch::diff(object, &mutated));
+        *object = mutated;
+    }
+    Ok(mutation)
+}
