@@ -6,7 +6,7 @@ use std::fmt;
 use sartor_api::{
     Document, Input, LoadError, Loaded, LoadedTemplate, Origin, Problem, api_group,
     is_expansion_template_document, is_mutator_document, load_mutators, mutators_from_documents,
-    parse_expansion_template, read_documents,
+    read_documents, template_from_document,
 };
 use sartor_engine::analysis::{self, Rule, Severity};
 use sartor_engine::{Expander, Gvk, Mutator, MutatorId, System, Template, TemplatesError};
@@ -193,7 +193,7 @@ pub fn repository(explicit: &[String], inputs: &[Input]) -> Repository {
     let mut templates = Vec::new();
     let mut names: HashMap<String, Origin> = HashMap::new();
     for document in &template_documents {
-        match parse_expansion_template(document) {
+        match template_from_document(document) {
             Ok(loaded) => {
                 let name = loaded.template.metadata.name.clone().unwrap_or_default();
                 if let Some(first) = names.get(&name) {

@@ -5,8 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use sartor_api::{
-    Document, GATEKEEPER_GROUP, GROUP, MutatorError, MutatorKind, MutatorPodStatus, Origin,
-    parse_mutator,
+    GATEKEEPER_GROUP, GROUP, MutatorError, MutatorKind, MutatorPodStatus, parse_mutator,
 };
 use sartor_engine::{Conflict, Mutator, MutatorId, System};
 use sartor_webhook::Snapshot;
@@ -117,7 +116,7 @@ impl MutatorSet {
             entry.generation = generation;
             return false;
         }
-        let compiled = compile(&key, object);
+        let compiled = compile(object);
         self.entries.insert(
             key.clone(),
             Entry {
@@ -285,17 +284,9 @@ impl MutatorSet {
 }
 
 /// Reads and compiles one object; the error is the message for its status.
-fn compile(key: &MutatorKey, object: &Value) -> Result<Mutator, String> {
-    let document = Document {
-        origin: Origin {
-            file: key.to_string(),
-            document: None,
-            item: None,
-        },
-        value: object.clone(),
-    };
-    let loaded = parse_mutator(&document).map_err(|error| error.problem.to_string())?;
-    Mutator::compile(&loaded.object).map_err(|error| error.problem.to_string())
+fn compile(object: &Value) -> Result<Mutator, String> {
+    let mutator = parse_mutator(object).map_err(|error| error.problem.to_string())?;
+    Mutator::compile(&mutator).map_err(|error| error.problem.to_string())
 }
 
 #[cfg(test)]
