@@ -3,22 +3,22 @@
 //! that sync a git repository into a volume) or, without `--mutators`, from
 //! the cluster's mutator objects (sartor-controller).
 
-use std::collections::BTreeMap;
 use std::io::IsTerminal as _;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::{Args, ValueEnum};
 use sartor_api::Wildcard;
 use sartor_controller::{
-    CertManager, CertOptions, MutatorWatch, NamespaceCache, RulesWriter, StatusLimits, StatusWriter,
+    CertManager, CertOptions, FileWatch, MutatorWatch, NamespaceCache, RulesWriter, StatusLimits,
+    StatusWriter,
 };
 use sartor_webhook::{
-    Config, Fixed, Limits, Metrics, Namespaces, OnError, SelfSigned, Server, Settings, Snapshot,
-    TlsFiles, Unlabelled, Webhook,
+    Config, Fixed, Limits, Metrics, Namespaces, OnError, SelfSigned, Server, Settings, TlsFiles,
+    Unlabelled, Webhook,
 };
 
 use crate::{Outcome, load};
@@ -207,6 +207,10 @@ async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
 
 /// File mode: mutators from --mutators, namespaces from --namespaces.
 async fn serve_files(args: &ServeArgs) -> anyhow::Result<()> {
+    if args.mutators.iter().any(|path| path == "-") {
+        anyhow::bail!("--mutators -: sartor serve watches files; standard input cannot be watched");
+    }
+    let paths: Vec<PathBuf> = args.mutators.iter().map(PathBuf::from).collect();
     let tls = match given_tls(args) {
         Some(tls) => tls,
         None if args.self_signed => {
@@ -244,15 +248,11 @@ async fn serve_files(args: &ServeArgs) -> anyhow::Result<()> {
         Arc::new(Metrics::new()),
     ));
     let server = bind(args, tls, webhook.clone()).await?;
-    let watcher = MutatorWatcher {
-        paths: args.mutators.clone(),
-        webhook,
-        seen: None,
-    };
+    let watch = FileWatch::new(paths, webhook);
     let poll = Duration::from_millis(args.poll_interval_ms);
     std::thread::Builder::new()
         .name("mutator-watch".to_string())
-        .spawn(move || watcher.run(poll))
+        .spawn(move || watch.run(poll))
         .context("starting the mutator watcher")?;
     server.run(shutdown_signal()).await;
     Ok(())
@@ -492,88 +492,5 @@ fn init_logs(format: LogFormat) {
     match format {
         LogFormat::Json => builder.json().flatten_event(true).init(),
         LogFormat::Text => builder.init(),
-    }
-}
-
-/// Size and modification time of every file under the watched paths: a
-/// change in any means the set must be read again.
-type Fingerprint = BTreeMap<PathBuf, (u64, Option<SystemTime>)>;
-
-/// Polls the mutator paths and publishes a new snapshot when they change.
-struct MutatorWatcher {
-    paths: Vec<String>,
-    webhook: Arc<Webhook>,
-    seen: Option<Fingerprint>,
-}
-
-impl MutatorWatcher {
-    fn run(mut self, every: Duration) {
-        loop {
-            self.poll();
-            std::thread::sleep(every);
-        }
-    }
-
-    fn poll(&mut self) {
-        let mut fingerprint = Fingerprint::new();
-        for path in &self.paths {
-            fingerprint_into(Path::new(path), &mut fingerprint);
-        }
-        if self.seen.as_ref() == Some(&fingerprint) {
-            return;
-        }
-        self.seen = Some(fingerprint);
-        let (system, findings) = load::system(&self.paths);
-        let broken: Vec<_> = findings
-            .iter()
-            .filter(|f| f.category != load::Category::Conflict)
-            .collect();
-        if !broken.is_empty() {
-            self.webhook.metrics().record_mutator_reload(false);
-            let problems: Vec<String> = broken.iter().map(ToString::to_string).collect();
-            if self.webhook.is_ready() {
-                tracing::error!(problems = %problems.join("; "), "mutators changed but cannot be loaded; keeping the last good set");
-            } else {
-                tracing::error!(problems = %problems.join("; "), "mutators cannot be loaded; not ready until they can");
-            }
-            return;
-        }
-        for finding in &findings {
-            tracing::warn!(problem = %finding, "mutator conflict: not enforced until it clears");
-        }
-        self.webhook.metrics().record_mutator_reload(true);
-        let (mutators, conflicted) = (system.len(), system.conflicted().len());
-        // Published before it is logged: whoever reads the log finds it in force.
-        self.webhook.publish(Snapshot {
-            system,
-            errors: Vec::new(),
-        });
-        tracing::info!(mutators, conflicted, "mutators loaded");
-    }
-}
-
-/// Adds `path` (a file, or a directory walked recursively) to `fingerprint`.
-/// Unreadable entries count as absent; the loader reports them.
-fn fingerprint_into(path: &Path, fingerprint: &mut Fingerprint) {
-    let Ok(metadata) = std::fs::metadata(path) else {
-        return;
-    };
-    if metadata.is_dir() {
-        let Ok(entries) = std::fs::read_dir(path) else {
-            return;
-        };
-        for entry in entries.flatten() {
-            // As the loader: symlinked directories are not followed (no loops).
-            let symlinked_dir = entry.file_type().is_ok_and(|t| t.is_symlink())
-                && std::fs::metadata(entry.path()).is_ok_and(|m| m.is_dir());
-            if !symlinked_dir {
-                fingerprint_into(&entry.path(), fingerprint);
-            }
-        }
-    } else {
-        fingerprint.insert(
-            path.to_path_buf(),
-            (metadata.len(), metadata.modified().ok()),
-        );
     }
 }
