@@ -188,16 +188,6 @@ impl MutatorSet {
         &self.system
     }
 
-    /// How many mutator objects it holds (in force or not).
-    pub fn len(&self) -> usize {
-        self.entries.len()
-    }
-
-    /// Whether it holds none.
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
-    }
-
     /// The status entry of every sartor mutator whose entry differs from the
     /// one last returned, as `pod` would report it. Gatekeeper's objects get
     /// none: they are Gatekeeper's to report on.
@@ -216,11 +206,6 @@ impl MutatorSet {
             self.reported.insert(key.clone(), status.clone());
         }
         changes
-    }
-
-    /// Every sartor mutator it holds.
-    pub fn sartor_keys(&self) -> impl Iterator<Item = &MutatorKey> {
-        self.entries.keys().filter(|k| k.group == Group::Sartor)
     }
 
     fn status_of(&self, key: &MutatorKey, entry: &Entry, pod: &str) -> MutatorPodStatus {
