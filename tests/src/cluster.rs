@@ -537,11 +537,6 @@ impl ControlPlane {
         self.dir.path()
     }
 
-    /// The API server's log so far.
-    pub fn apiserver_log(&self) -> String {
-        self.apiserver.log()
-    }
-
     /// A `kubectl` command against this control plane (the pinned kubectl).
     pub fn kubectl_command(&self) -> Command {
         let mut command = Command::new(self.tools.path("kubectl"));

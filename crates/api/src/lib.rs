@@ -4,9 +4,14 @@
 //!
 //! ```text
 //!  files / dirs / stdin ──read_documents──▶ Document (origin + JSON value)
-//!                                               │ parse_mutator (apiVersion, kind,
-//!                                               ▼  unknown fields, field paths)
+//!                                               │ mutator_from_document
+//!                                               ▼
 //!                                          LoadedMutator { origin, MutatorObject }
+//!
+//!  any JSON object (admission request, watch event)
+//!        │ parse_mutator (apiVersion, kind, unknown fields, field paths)
+//!        ▼
+//!  MutatorObject, or ParseError { Kind name, problem }
 //! ```
 //!
 //! sartor serves `mutations.sartor.dev/v1`. The loader also accepts Gatekeeper's
@@ -23,6 +28,7 @@ mod expansion;
 mod loader;
 mod matching;
 mod modify_set;
+mod parse;
 mod schema;
 mod status;
 
@@ -40,10 +46,9 @@ pub use expansion::{
     EXPANSION_GROUP, EXPANSION_VERSIONS, ExpansionTemplate, ExpansionTemplateSpec,
 };
 pub use loader::{
-    Document, Input, LoadError, Loaded, LoadedMutator, LoadedTemplate, Origin, Problem, api_group,
-    is_expansion_template_document, is_mutator_document, json_type, load_mutators,
-    mutators_from_documents, parse_expansion_template, parse_mutator, read_documents,
-    read_documents_from_str, read_documents_with_stdin,
+    Document, Input, LoadError, Loaded, LoadedMutator, LoadedTemplate, Origin, Problem,
+    load_mutators, mutator_from_document, mutators_from_documents, read_documents,
+    read_documents_from_str, read_documents_with_stdin, template_from_document,
 };
 pub use matching::{
     ApplyTo, GroupVersionKind, InvalidWildcard, Kinds, LabelSelector, LabelSelectorRequirement,
@@ -51,6 +56,10 @@ pub use matching::{
     UnknownOperation, WILDCARD_PATTERN, Wildcard,
 };
 pub use modify_set::{ModifySet, ModifySetParameters, ModifySetSpec, SetOperation, Values};
+pub use parse::{
+    Invalid, ParseError, api_group, is_expansion_template_document, is_mutator_document, json_type,
+    parse_expansion_template, parse_mutator,
+};
 pub use status::{MutatorError, MutatorPodStatus, MutatorStatus};
 
 /// sartor's API group.

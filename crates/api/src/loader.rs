@@ -1,4 +1,7 @@
-//! Reading mutators (and any Kubernetes objects) from files, directories and stdin.
+//! Reading documents (mutators and any Kubernetes objects) from files,
+//! directories and stdin, each with its origin: file, document and `List`
+//! item. What a document means is [`crate::parse`]'s job; this module says
+//! where it was.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -8,11 +11,9 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::expansion::{EXPANSION_GROUP, EXPANSION_VERSIONS, ExpansionTemplate};
-use crate::{
-    API_VERSION, Assign, AssignImage, AssignMetadata, GATEKEEPER_GROUP, GROUP, ModifySet,
-    MutatorKind, MutatorObject, VERSION,
-};
+use crate::expansion::ExpansionTemplate;
+use crate::parse::{Invalid, ParseError, parse_expansion_template, parse_mutator};
+use crate::{MutatorKind, MutatorObject};
 
 /// Where documents come from: a file or directory, or standard input (`-`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,7 +45,7 @@ pub struct Document {
     pub value: Value,
 }
 
-/// A mutator read by [`parse_mutator`]: its fields fit the schema. Locations,
+/// A mutator read by [`mutator_from_document`]: its fields fit the schema. Locations,
 /// pathTests and the rest of the semantics are checked when the engine
 /// compiles it.
 #[derive(Debug, Clone, PartialEq)]
@@ -91,63 +92,10 @@ pub enum Problem {
     /// The JSON does not parse.
     #[error("invalid JSON: {0}")]
     Json(#[from] serde_json::Error),
-    /// The document is a scalar or a list, not an object.
-    #[error("expected a Kubernetes object, found {0}")]
-    NotAnObject(&'static str),
-    /// A required top-level field is missing or not a string.
-    #[error("{0}: missing or not a string")]
-    MissingField(&'static str),
-    /// The document is some other kind of object.
-    #[error(
-        "{kind} ({api_version}) is not a mutator: expected Assign, AssignImage, AssignMetadata or ModifySet in {API_VERSION} or {GATEKEEPER_GROUP}/v1, v1beta1, v1alpha1"
-    )]
-    NotAMutator {
-        /// The document's `apiVersion`.
-        api_version: String,
-        /// The document's `kind`.
-        kind: String,
-    },
-    /// A mutator kind under an apiVersion that does not serve it.
-    #[error("apiVersion {api_version} does not serve {kind}: use {}", supported.join(" or "))]
-    UnsupportedVersion {
-        /// The document's `apiVersion`.
-        api_version: String,
-        /// The kind.
-        kind: MutatorKind,
-        /// The apiVersions that serve the kind.
-        supported: Vec<String>,
-    },
-    /// A field does not fit the schema: unknown, missing, of the wrong type.
-    #[error("{path}: {message}")]
-    Invalid {
-        /// The field, e.g. `spec.parameters.pathTest`.
-        path: String,
-        /// What is wrong with it.
-        message: String,
-    },
-    /// A Gatekeeper-apiVersion mutator uses a field only sartor's API has.
-    #[error(
-        "{field}: {extension} is a sartor extension, not part of Gatekeeper's API ({api_version}); use apiVersion {API_VERSION} for this mutator"
-    )]
-    SartorExtension {
-        /// The field, e.g. `spec.parameters.assign.fromNamespace`.
-        field: &'static str,
-        /// What it is.
-        extension: &'static str,
-        /// The document's (Gatekeeper) `apiVersion`.
-        api_version: String,
-    },
-    /// A document in the expansion group that is not an `ExpansionTemplate`
-    /// of a served version.
-    #[error(
-        "{kind} ({api_version}) is not an expansion template: expected ExpansionTemplate in {EXPANSION_GROUP}/v1alpha1 or v1beta1"
-    )]
-    NotATemplate {
-        /// The document's `apiVersion`.
-        api_version: String,
-        /// The document's `kind`.
-        kind: String,
-    },
+    /// The document is not a valid mutator or expansion template, or its
+    /// YAML has no JSON equivalent.
+    #[error(transparent)]
+    Invalid(#[from] Invalid),
     /// Another document defines a mutator of the same kind and name.
     #[error(
         "also defined at {0}; a kind and name can be defined once (sartor's and Gatekeeper's groups count as one)"
@@ -219,6 +167,15 @@ impl LoadError {
             origin,
             subject: None,
             problem: Box::new(problem.into()),
+        }
+    }
+
+    /// `error`, found in the document at `origin`.
+    pub fn parsing(origin: Origin, error: ParseError) -> LoadError {
+        LoadError {
+            origin,
+            subject: error.subject,
+            problem: Box::new(Problem::Invalid(*error.problem)),
         }
     }
 }
@@ -406,9 +363,9 @@ pub fn read_documents_from_str(
 
 /// Converts a YAML value to JSON the way kubectl does: scalar keys become
 /// strings; tags, complex keys and non-finite numbers are errors.
-fn yaml_to_json(value: serde_yaml::Value, at: &str) -> Result<Value, Problem> {
+fn yaml_to_json(value: serde_yaml::Value, at: &str) -> Result<Value, Invalid> {
     use serde_yaml::Value as Yaml;
-    let invalid = |message: String| Problem::Invalid {
+    let invalid = |message: String| Invalid::Field {
         path: if at.is_empty() {
             "(document)".into()
         } else {
@@ -473,7 +430,7 @@ fn list_items(value: &Value) -> Option<&Vec<Value>> {
     value.get("items")?.as_array()
 }
 
-// === interpreting mutators ===
+// === interpreting documents ===
 
 /// Reads every input and interprets every document as a mutator.
 ///
@@ -491,7 +448,7 @@ pub fn mutators_from_documents(documents: &[Document], mut errors: Vec<LoadError
     let mut mutators: Vec<LoadedMutator> = Vec::new();
     let mut seen: HashMap<(MutatorKind, String), Origin> = HashMap::new();
     for document in documents {
-        match parse_mutator(document) {
+        match mutator_from_document(document) {
             Ok(loaded) => {
                 let key = (loaded.object.kind(), loaded.object.name().to_string());
                 if let Some(first) = seen.get(&key) {
@@ -511,22 +468,6 @@ pub fn mutators_from_documents(documents: &[Document], mut errors: Vec<LoadError
     Loaded { mutators, errors }
 }
 
-/// Whether a document is meant as an expansion template: its `apiVersion` is
-/// in Gatekeeper's expansion group.
-pub fn is_expansion_template_document(value: &Value) -> bool {
-    api_group(value) == Some(EXPANSION_GROUP)
-}
-
-/// The API group of a document's `apiVersion` (`None` for the core group and
-/// for a document without one).
-pub fn api_group(value: &Value) -> Option<&str> {
-    value
-        .get("apiVersion")
-        .and_then(Value::as_str)
-        .and_then(|v| v.split_once('/'))
-        .map(|(group, _)| group)
-}
-
 /// An expansion template as read: where, and what.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LoadedTemplate {
@@ -536,285 +477,36 @@ pub struct LoadedTemplate {
     pub template: ExpansionTemplate,
 }
 
-/// Interprets one document as Gatekeeper's `ExpansionTemplate`, checking
-/// what Gatekeeper checks when one is added: a name under 64 characters, a
-/// `templateSource`, a `generatedGVK`, an `applyTo` that does not include the
-/// kind it generates.
-///
-/// # Errors
-/// A [`LoadError`] naming the document, the template and the field at fault.
-pub fn parse_expansion_template(document: &Document) -> Result<LoadedTemplate, LoadError> {
-    let value = &document.value;
-    let name = value
-        .get("metadata")
-        .and_then(|m| m.get("name"))
-        .and_then(Value::as_str);
-    let subject = Some(match name {
-        Some(n) => format!("ExpansionTemplate {n}"),
-        None => "ExpansionTemplate".to_string(),
-    });
-    let fail = |problem: Problem| LoadError {
-        origin: document.origin.clone(),
-        subject: subject.clone(),
-        problem: Box::new(problem),
-    };
-    let invalid = |path: &str, message: &str| {
-        fail(Problem::Invalid {
-            path: path.to_string(),
-            message: message.to_string(),
-        })
-    };
-    let api_version = value
-        .get("apiVersion")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    let kind = value
-        .get("kind")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    let version = api_version
-        .split_once('/')
-        .map(|(_, v)| v)
-        .unwrap_or_default();
-    if kind != "ExpansionTemplate" || !EXPANSION_VERSIONS.contains(&version) {
-        return Err(fail(Problem::NotATemplate {
-            api_version: api_version.to_string(),
-            kind: kind.to_string(),
-        }));
-    }
-    let mut value = value.clone();
-    if let Value::Object(map) = &mut value {
-        map.remove("status");
-        map.remove("apiVersion");
-        map.remove("kind");
-    }
-    let template: ExpansionTemplate = deserialize(&value).map_err(fail)?;
-    let name = template.metadata.name.as_deref().unwrap_or_default();
-    if name.is_empty() || name.len() >= 64 {
-        return Err(invalid(
-            "metadata.name",
-            "must be set and shorter than 64 characters",
-        ));
-    }
-    let spec = &template.spec;
-    if spec.template_source.is_empty() {
-        return Err(invalid("spec.templateSource", "must be set"));
-    }
-    let generated = &spec.generated_gvk;
-    if generated.version.is_empty() || generated.kind.is_empty() {
-        return Err(invalid(
-            "spec.generatedGVK",
-            "must name a version and a kind",
-        ));
-    }
-    if spec.apply_to.is_empty() {
-        return Err(invalid("spec.applyTo", "must name at least one kind"));
-    }
-    for (index, entry) in spec.apply_to.iter().enumerate() {
-        if entry.groups.contains(&generated.group)
-            && entry.versions.contains(&generated.version)
-            && entry.kinds.contains(&generated.kind)
-        {
-            return Err(invalid(
-                &format!("spec.applyTo[{index}]"),
-                "includes the kind the template generates (a template cannot expand its own output)",
-            ));
-        }
-    }
-    Ok(LoadedTemplate {
-        origin: document.origin.clone(),
-        template,
-    })
-}
-
-/// Whether a document is meant as a mutator: its `apiVersion` is in sartor's
-/// or Gatekeeper's mutation group. Such a document that is not a valid
-/// mutator is an error, never an object (repository mode).
-pub fn is_mutator_document(value: &Value) -> bool {
-    api_group(value).is_some_and(|group| group == GROUP || group == GATEKEEPER_GROUP)
-}
-
-/// Interprets one document as a mutator of sartor's or Gatekeeper's API.
+/// Interprets one document as a mutator ([`parse_mutator`]).
 ///
 /// # Errors
 /// A [`LoadError`] naming the document, the mutator when its kind and name
 /// are readable, and the field at fault.
-pub fn parse_mutator(document: &Document) -> Result<LoadedMutator, LoadError> {
-    let fail = |subject: Option<String>, problem: Problem| LoadError {
-        origin: document.origin.clone(),
-        subject,
-        problem: Box::new(problem),
-    };
-    let Some(object) = document.value.as_object() else {
-        return Err(fail(None, Problem::NotAnObject(json_type(&document.value))));
-    };
-    let text = |field: &str| object.get(field).and_then(Value::as_str);
-    let kind_name = text("kind");
-    let name = object
-        .get("metadata")
-        .and_then(|m| m.get("name"))
-        .and_then(Value::as_str);
-    let subject = kind_name.map(|k| match name {
-        Some(n) => format!("{k} {n}"),
-        None => k.to_string(),
-    });
-    let Some(api_version) = text("apiVersion") else {
-        return Err(fail(subject, Problem::MissingField("apiVersion")));
-    };
-    let Some(kind_name) = kind_name else {
-        return Err(fail(subject, Problem::MissingField("kind")));
-    };
-    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
-    let kind = match kind_name.parse::<MutatorKind>() {
-        Ok(kind) if group == GROUP || group == GATEKEEPER_GROUP => kind,
-        _ => {
-            return Err(fail(
-                subject,
-                Problem::NotAMutator {
-                    api_version: api_version.to_string(),
-                    kind: kind_name.to_string(),
-                },
-            ));
-        }
-    };
-    let served = if group == GROUP {
-        version == VERSION
-    } else {
-        kind.gatekeeper_versions().contains(&version)
-    };
-    if !served {
-        let mut supported = vec![API_VERSION.to_string()];
-        supported.extend(
-            kind.gatekeeper_versions()
-                .iter()
-                .map(|v| format!("{GATEKEEPER_GROUP}/{v}")),
-        );
-        return Err(fail(
-            subject,
-            Problem::UnsupportedVersion {
-                api_version: api_version.to_string(),
-                kind,
-                supported,
-            },
-        ));
-    }
-    if name.is_none_or(str::is_empty) {
-        return Err(fail(subject, Problem::MissingField("metadata.name")));
-    }
-    if let Some(problem) = unknown_key(object) {
-        return Err(fail(subject, problem));
-    }
-    let mut value = document.value.clone();
-    if let Value::Object(map) = &mut value {
-        // Status is the cluster's report, not input; and the API server drops
-        // explicit nulls in the spec (fields are not nullable) before use.
-        map.remove("status");
-        if let Some(spec) = map.get_mut("spec") {
-            prune_nulls(spec, "spec");
-        }
-    }
-    let object = typed(kind, &value).map_err(|e| fail(subject.clone(), e))?;
-    if group == GATEKEEPER_GROUP
-        && let Some((field, extension)) = object.sartor_extension()
-    {
-        return Err(fail(
-            subject,
-            Problem::SartorExtension {
-                field,
-                extension,
-                api_version: api_version.to_string(),
-            },
-        ));
-    }
+pub fn mutator_from_document(document: &Document) -> Result<LoadedMutator, LoadError> {
+    let object = parse_mutator(&document.value)
+        .map_err(|error| LoadError::parsing(document.origin.clone(), error))?;
     Ok(LoadedMutator {
         origin: document.origin.clone(),
-        api_version: api_version.to_string(),
+        api_version: document
+            .value
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string(),
         object,
     })
 }
 
-const TOP_LEVEL: [&str; 5] = ["apiVersion", "kind", "metadata", "spec", "status"];
-const METADATA: [&str; 15] = [
-    "name",
-    "generateName",
-    "namespace",
-    "selfLink",
-    "uid",
-    "resourceVersion",
-    "generation",
-    "creationTimestamp",
-    "deletionTimestamp",
-    "deletionGracePeriodSeconds",
-    "labels",
-    "annotations",
-    "ownerReferences",
-    "finalizers",
-    "managedFields",
-];
-
-/// A top-level or metadata field that a Kubernetes object does not have
-/// (the typed spec catches its own unknown fields).
-fn unknown_key(object: &serde_json::Map<String, Value>) -> Option<Problem> {
-    let unknown = |path: String, known: &[&str]| Problem::Invalid {
-        path,
-        message: format!("unknown field, expected one of {}", known.join(", ")),
-    };
-    if let Some(key) = object.keys().find(|k| !TOP_LEVEL.contains(&k.as_str())) {
-        return Some(unknown(key.clone(), &TOP_LEVEL));
-    }
-    let metadata = object.get("metadata").and_then(Value::as_object)?;
-    let key = metadata.keys().find(|k| !METADATA.contains(&k.as_str()))?;
-    Some(unknown(format!("metadata.{key}"), &METADATA))
-}
-
-/// Removes null-valued fields below `value`, except inside the free-form
-/// `assign.value` and `values.fromList`, where a null is data.
-fn prune_nulls(value: &mut Value, at: &str) {
-    match value {
-        Value::Object(map) => {
-            map.retain(|_, v| !v.is_null());
-            for (key, child) in map.iter_mut() {
-                let free_form = (key == "value" && at.ends_with("assign"))
-                    || (key == "fromList" && at.ends_with("values"));
-                if !free_form {
-                    prune_nulls(child, key);
-                }
-            }
-        }
-        Value::Array(items) => items.iter_mut().for_each(|item| prune_nulls(item, at)),
-        _ => {}
-    }
-}
-
-fn typed(kind: MutatorKind, value: &Value) -> Result<MutatorObject, Problem> {
-    Ok(match kind {
-        MutatorKind::Assign => MutatorObject::Assign(deserialize::<Assign>(value)?),
-        MutatorKind::AssignImage => MutatorObject::AssignImage(deserialize::<AssignImage>(value)?),
-        MutatorKind::AssignMetadata => {
-            MutatorObject::AssignMetadata(deserialize::<AssignMetadata>(value)?)
-        }
-        MutatorKind::ModifySet => MutatorObject::ModifySet(deserialize::<ModifySet>(value)?),
+/// Interprets one document as an expansion template
+/// ([`parse_expansion_template`]).
+///
+/// # Errors
+/// A [`LoadError`] naming the document, the template and the field at fault.
+pub fn template_from_document(document: &Document) -> Result<LoadedTemplate, LoadError> {
+    let template = parse_expansion_template(&document.value)
+        .map_err(|error| LoadError::parsing(document.origin.clone(), error))?;
+    Ok(LoadedTemplate {
+        origin: document.origin.clone(),
+        template,
     })
-}
-
-fn deserialize<T: serde::de::DeserializeOwned>(value: &Value) -> Result<T, Problem> {
-    serde_path_to_error::deserialize(value).map_err(|e| {
-        let path = e.path().to_string();
-        Problem::Invalid {
-            path: if path == "." { "(object)".into() } else { path },
-            message: e.into_inner().to_string(),
-        }
-    })
-}
-
-/// How messages name the type of a JSON value: "a string", "a list", "null"...
-pub fn json_type(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "an object",
-    }
 }

@@ -84,8 +84,8 @@ fn every_crd_is_a_cluster_scoped_v1_crd_with_status() {
 fn cel_errors(yaml: &str) -> Vec<String> {
     let (documents, errors) = sartor_api::read_documents_from_str("cel.yaml", yaml, false);
     assert!(errors.is_empty(), "{errors:?}");
-    let loaded = sartor_api::parse_mutator(&documents[0]).unwrap_or_else(|e| panic!("{e}"));
-    let result = match &loaded.object {
+    let mutator = sartor_api::parse_mutator(&documents[0].value).unwrap_or_else(|e| panic!("{e}"));
+    let result = match &mutator {
         sartor_api::MutatorObject::Assign(m) => kube::core::cel::validate_cel(m),
         sartor_api::MutatorObject::AssignImage(m) => kube::core::cel::validate_cel(m),
         sartor_api::MutatorObject::AssignMetadata(m) => kube::core::cel::validate_cel(m),

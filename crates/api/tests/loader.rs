@@ -12,8 +12,8 @@
 use std::path::{Path, PathBuf};
 
 use sartor_api::{
-    Input, LoadedMutator, MutatorKind, MutatorObject, SetOperation, load_mutators, parse_mutator,
-    read_documents_from_str,
+    Input, LoadedMutator, MutatorKind, MutatorObject, SetOperation, load_mutators,
+    mutator_from_document, read_documents_from_str,
 };
 
 fn fixtures() -> PathBuf {
@@ -26,7 +26,7 @@ fn load_ok(file: &str, text: &str) -> Vec<LoadedMutator> {
     assert!(errors.is_empty(), "{errors:?}");
     documents
         .iter()
-        .map(|d| parse_mutator(d).unwrap_or_else(|e| panic!("{e}")))
+        .map(|d| mutator_from_document(d).unwrap_or_else(|e| panic!("{e}")))
         .collect()
 }
 
@@ -37,7 +37,7 @@ fn problems(file: &str, text: &str) -> Vec<String> {
     out.extend(
         documents
             .iter()
-            .filter_map(|d| parse_mutator(d).err())
+            .filter_map(|d| mutator_from_document(d).err())
             .map(|e| e.to_string()),
     );
     out

@@ -5,11 +5,12 @@ use std::fmt;
 
 use sartor_api::{
     Document, Input, LoadError, Loaded, LoadedTemplate, Origin, Problem, api_group,
-    is_expansion_template_document, is_mutator_document, load_mutators, mutators_from_documents,
-    parse_expansion_template, read_documents,
+    is_expansion_template_document, is_mutator_document, mutators_from_documents, read_documents,
+    template_from_document,
 };
+use sartor_controller::files::{self, FileError};
 use sartor_engine::analysis::{self, Rule, Severity};
-use sartor_engine::{Expander, Gvk, Mutator, MutatorId, System, Template, TemplatesError};
+use sartor_engine::{Expander, Gvk, MutatorId, System, Template, TemplatesError};
 use serde_json::{Value, json};
 
 /// One problem with the mutator set, for humans (Display) and CI (JSON).
@@ -126,15 +127,6 @@ pub fn analysis_findings(system: &System, origins: &HashMap<MutatorId, Origin>) 
         .collect()
 }
 
-/// Loads and compiles every mutator under `paths`: the System of those that
-/// compiled, and every problem found (unreadable input, invalid document,
-/// invalid mutator, schema or condition conflict), in input order.
-pub fn system(paths: &[String]) -> (System, Vec<Finding>) {
-    let inputs: Vec<Input> = paths.iter().map(|p| Input::from_arg(p)).collect();
-    let (system, findings, _) = compile(load_mutators(&inputs));
-    (system, findings)
-}
-
 /// A repository read whole: the mutators found among its documents (and
 /// those of `--mutators`) compiled, and every other document.
 #[derive(Debug)]
@@ -193,7 +185,7 @@ pub fn repository(explicit: &[String], inputs: &[Input]) -> Repository {
     let mut templates = Vec::new();
     let mut names: HashMap<String, Origin> = HashMap::new();
     for document in &template_documents {
-        match parse_expansion_template(document) {
+        match template_from_document(document) {
             Ok(loaded) => {
                 let name = loaded.template.metadata.name.clone().unwrap_or_default();
                 if let Some(first) = names.get(&name) {
@@ -283,46 +275,38 @@ impl Repository {
 
 /// Compiles what the loader read into a System, every problem a finding.
 fn compile(loaded: Loaded) -> (System, Vec<Finding>, HashMap<MutatorId, Origin>) {
-    let mut findings: Vec<Finding> = loaded
+    let compiled = files::compile(loaded);
+    let mut findings: Vec<Finding> = compiled
         .errors
         .iter()
         .map(|error| Finding {
-            category: Category::Load,
+            category: match error {
+                FileError::Load(_) => Category::Load,
+                FileError::Compile { .. } => Category::Compile,
+            },
             analysis: None,
-            origin: error.origin.clone(),
-            subject: error.subject.clone(),
-            message: error.problem.to_string(),
+            origin: error.origin().clone(),
+            subject: error.subject(),
+            message: error.message(),
         })
         .collect();
-    let mut system = System::new();
-    let mut origins = Vec::new();
-    for mutator in &loaded.mutators {
-        match Mutator::compile(&mutator.object) {
-            Ok(compiled) => {
-                origins.push((compiled.id().clone(), mutator.origin.clone()));
-                system.upsert(compiled);
-            }
-            Err(error) => findings.push(Finding {
-                category: Category::Compile,
-                analysis: None,
-                origin: mutator.origin.clone(),
-                subject: Some(error.mutator.to_string()),
-                message: error.problem.to_string(),
-            }),
-        }
-    }
-    for (id, origin) in &origins {
-        for conflict in system.conflicts(id) {
-            findings.push(Finding {
+    findings.extend(
+        compiled
+            .conflicts()
+            .into_iter()
+            .map(|(origin, id, conflict)| Finding {
                 category: Category::Conflict,
                 analysis: None,
                 origin: origin.clone(),
                 subject: Some(id.to_string()),
                 message: conflict.to_string(),
-            });
-        }
-    }
-    (system, findings, origins.into_iter().collect())
+            }),
+    );
+    (
+        compiled.system,
+        findings,
+        compiled.origins.into_iter().collect(),
+    )
 }
 
 /// Reads the Namespace objects under `paths` (`--namespaces`), by name, and

@@ -5,8 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use sartor_api::{
-    Document, GATEKEEPER_GROUP, GROUP, MutatorError, MutatorKind, MutatorPodStatus, Origin,
-    parse_mutator,
+    GATEKEEPER_GROUP, GROUP, MutatorError, MutatorKind, MutatorPodStatus, parse_mutator,
 };
 use sartor_engine::{Conflict, Mutator, MutatorId, Operation, System};
 use sartor_webhook::Snapshot;
@@ -114,7 +113,7 @@ impl MutatorSet {
             entry.generation = generation;
             return false;
         }
-        let compiled = compile(&key, object);
+        let compiled = compile(object);
         self.entries.insert(
             key.clone(),
             Entry {
@@ -186,16 +185,6 @@ impl MutatorSet {
         &self.system
     }
 
-    /// How many mutator objects it holds (in force or not).
-    pub fn len(&self) -> usize {
-        self.entries.len()
-    }
-
-    /// Whether it holds none.
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
-    }
-
     /// The status entry of every sartor mutator whose entry differs from the
     /// one last returned, as `pod` would report it. Gatekeeper's objects get
     /// none: they are Gatekeeper's to report on.
@@ -214,11 +203,6 @@ impl MutatorSet {
             self.reported.insert(key.clone(), status.clone());
         }
         changes
-    }
-
-    /// Every sartor mutator it holds.
-    pub fn sartor_keys(&self) -> impl Iterator<Item = &MutatorKey> {
-        self.entries.keys().filter(|k| k.group == Group::Sartor)
     }
 
     fn status_of(&self, key: &MutatorKey, entry: &Entry, pod: &str) -> MutatorPodStatus {
@@ -283,17 +267,9 @@ impl MutatorSet {
 }
 
 /// Reads and compiles one object; the error is the message for its status.
-fn compile(key: &MutatorKey, object: &Value) -> Result<Mutator, String> {
-    let document = Document {
-        origin: Origin {
-            file: key.to_string(),
-            document: None,
-            item: None,
-        },
-        value: object.clone(),
-    };
-    let loaded = parse_mutator(&document).map_err(|error| error.problem.to_string())?;
-    Mutator::compile(&loaded.object).map_err(|error| error.problem.to_string())
+fn compile(object: &Value) -> Result<Mutator, String> {
+    let mutator = parse_mutator(object).map_err(|error| error.problem.to_string())?;
+    Mutator::compile(&mutator).map_err(|error| error.problem.to_string())
 }
 
 #[cfg(test)]

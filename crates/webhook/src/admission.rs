@@ -6,9 +6,7 @@ use std::sync::{Arc, RwLock};
 use std::time::Instant;
 
 use base64::Engine as _;
-use sartor_api::{
-    Document, GATEKEEPER_GROUP, GROUP, MutatorKind, Origin, Wildcard, json_type, parse_mutator,
-};
+use sartor_api::{GATEKEEPER_GROUP, GROUP, MutatorKind, Wildcard, json_type, parse_mutator};
 use sartor_engine::{Admission, Conflict, Mutator, MutatorId, NamespaceLookup, Operation, System};
 use sartor_location::{KeyValue, Node, Path};
 use serde_json::Value;
@@ -568,25 +566,16 @@ impl Webhook {
     }
 
     fn validate_mutator(&self, uid: &str, object: &Value) -> (AdmissionResponse, &'static str) {
-        let document = Document {
-            origin: Origin {
-                file: "admission request".to_string(),
-                document: None,
-                item: None,
-            },
-            value: object.clone(),
-        };
-        let loaded = match parse_mutator(&document) {
-            Ok(loaded) => loaded,
+        let parsed = match parse_mutator(object) {
+            Ok(parsed) => parsed,
             Err(error) => {
-                let message = match &error.subject {
-                    Some(subject) => format!("{subject}: {}", error.problem),
-                    None => error.problem.to_string(),
-                };
-                return (AdmissionResponse::deny(uid, 422, message), "denied");
+                return (
+                    AdmissionResponse::deny(uid, 422, error.to_string()),
+                    "denied",
+                );
             }
         };
-        let mutator = match Mutator::compile(&loaded.object) {
+        let mutator = match Mutator::compile(&parsed) {
             Ok(mutator) => mutator,
             Err(error) => {
                 return (

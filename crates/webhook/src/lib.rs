@@ -10,13 +10,15 @@
 //! The crate knows nothing of where mutators come from: a source (a directory
 //! watcher, the controller's CRD watch) builds a [`System`](sartor_engine::System)
 //! and hands it to [`Webhook::publish`]; requests read the latest snapshot and
-//! never wait on an update. [`Server`] is the network shell around [`Webhook`].
+//! never wait on an update. [`Server`] is the network shell around [`Webhook`]
+//! (the transport); a private `routes` module maps paths onto handlers.
 
 pub mod admission;
 pub mod certs;
 pub mod metrics;
 pub mod namespaces;
 pub mod review;
+mod routes;
 pub mod server;
 pub mod tls;
 

@@ -79,16 +79,6 @@ impl Fixed {
             .collect();
         Fixed { by_name }
     }
-
-    /// How many namespaces it knows.
-    pub fn len(&self) -> usize {
-        self.by_name.len()
-    }
-
-    /// Whether it knows none.
-    pub fn is_empty(&self) -> bool {
-        self.by_name.is_empty()
-    }
 }
 
 impl Namespaces for Fixed {

@@ -53,9 +53,6 @@ pub struct AdmissionRequest {
     /// The object as it was before an UPDATE (absent on CREATE).
     #[serde(default)]
     pub old_object: Option<Value>,
-    /// Whether the request has no side effects beyond admission.
-    #[serde(default)]
-    pub dry_run: Option<bool>,
 }
 
 /// The requesting user.
@@ -66,7 +63,7 @@ pub struct UserInfo {
     pub username: String,
 }
 
-/// The answer to one request, wrapped in a review by [`AdmissionResponse::into_review`].
+/// The answer to one request, wrapped in a review by [`AdmissionResponse::to_review_json`].
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AdmissionResponse {
@@ -184,17 +181,7 @@ impl AdmissionResponse {
         }
     }
 
-    /// The review document answering a request of `api_version`.
-    pub fn into_review(self, api_version: &str) -> Value {
-        serde_json::json!({
-            "apiVersion": api_version,
-            "kind": "AdmissionReview",
-            "response": self,
-        })
-    }
-
-    /// The review answering a request of `api_version`, encoded (what
-    /// [`AdmissionResponse::into_review`] gives, without the detour through a `Value`).
+    /// The review answering a request of `api_version`, encoded.
     ///
     /// # Errors
     /// Only if serde_json fails to write to memory.
@@ -266,10 +253,8 @@ mod tests {
         let encoded: Value =
             serde_json::from_slice(&response.to_review_json("admission.k8s.io/v1").unwrap())
                 .unwrap();
-        assert_eq!(encoded, response.clone().into_review("admission.k8s.io/v1"));
-        let review = response.into_review("admission.k8s.io/v1");
         assert_eq!(
-            review,
+            encoded,
             serde_json::json!({
                 "apiVersion": "admission.k8s.io/v1",
                 "kind": "AdmissionReview",

@@ -1,19 +1,18 @@
-//! The network side: a TLS listener for admission (HTTP/1.1 and HTTP/2),
-//! a plain-HTTP listener for metrics and probes, limits on everything a
-//! client controls, certificate reloads and graceful shutdown.
+//! The transport: a TLS listener for admission (HTTP/1.1 and HTTP/2), a
+//! plain-HTTP listener for metrics and probes, limits on everything a client
+//! controls, certificate reloads and graceful shutdown. Which path is
+//! answered how is [`crate::routes`]' job.
 
-use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
-use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use http_body_util::{BodyExt as _, Full, LengthLimitError, Limited};
+use http_body_util::{BodyExt as _, LengthLimitError, Limited};
+use hyper::Request;
 use hyper::body::{Bytes, Incoming};
-use hyper::header::{ALLOW, CONTENT_LENGTH, CONTENT_TYPE, HeaderValue};
+use hyper::header::CONTENT_LENGTH;
 use hyper::service::service_fn;
-use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::{GracefulShutdown, Watcher};
@@ -21,7 +20,8 @@ use tokio::io::AsyncWriteExt as _;
 use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::TlsAcceptor;
 
-use crate::admission::{MUTATE, MutatorCrd, Reply, VALIDATE, Webhook, internal_error};
+use crate::admission::Webhook;
+use crate::routes;
 use crate::tls::{Certificate, TlsError, TlsFiles};
 
 /// The API server's own request size limit; larger bodies get 413.
@@ -300,7 +300,8 @@ impl Connection {
             };
         let webhook = self.webhook.clone();
         let limits = self.limits;
-        let service = service_fn(move |request| admission_routes(request, webhook.clone(), limits));
+        let service =
+            service_fn(move |request| routes::admission(request, webhook.clone(), limits));
         let connection = self
             .builder
             .serve_connection(TokioIo::new(tls), service)
@@ -313,7 +314,7 @@ impl Connection {
     async fn serve_metrics(self, tcp: TcpStream) {
         let peer = self.peer;
         let webhook = self.webhook.clone();
-        let service = service_fn(move |request| metrics_routes(request, webhook.clone()));
+        let service = service_fn(move |request| routes::metrics(request, webhook.clone()));
         let connection = self
             .builder
             .serve_connection(TokioIo::new(tcp), service)
@@ -324,190 +325,37 @@ impl Connection {
     }
 }
 
-type Body = Full<Bytes>;
-
-async fn admission_routes(
-    request: Request<Incoming>,
-    webhook: Arc<Webhook>,
-    limits: Limits,
-) -> Result<Response<Body>, Infallible> {
-    let started = Instant::now();
-    let endpoint = match request.uri().path() {
-        "/v1/mutate" => MUTATE,
-        "/v1/validate" => VALIDATE,
-        _ => return Ok(probes(&request, &webhook)),
-    };
-    if request.method() != Method::POST {
-        return Ok(method_not_allowed("POST"));
-    }
-    let reply = match read_body(request, &limits).await {
-        Ok(body) if endpoint == MUTATE => guard(webhook.mutate(&body)).await,
-        Ok(body) => guard(async { webhook.validate(&body) }).await,
-        Err(reply) => reply,
-    };
-    webhook
-        .metrics()
-        .record_request(endpoint, reply.outcome, started.elapsed());
-    Ok(response(reply))
+/// Why a request body was not read whole.
+#[derive(Debug)]
+pub(crate) enum BodyError {
+    /// It is larger than [`Limits::max_body_bytes`] (declared or sent).
+    TooLarge,
+    /// It did not arrive within [`Limits::body_read_timeout`].
+    Timeout,
+    /// The connection failed while it was read.
+    Aborted(Box<dyn std::error::Error + Send + Sync>),
 }
 
 /// Reads the whole body within the size and time limits.
-async fn read_body(request: Request<Incoming>, limits: &Limits) -> Result<Bytes, Reply> {
-    let too_large = || {
-        text_reply(
-            413,
-            format!("request body larger than {} bytes", limits.max_body_bytes),
-            "too_large",
-        )
-    };
+pub(crate) async fn read_body(
+    request: Request<Incoming>,
+    limits: &Limits,
+) -> Result<Bytes, BodyError> {
     let declared = request
         .headers()
         .get(CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
     if declared.is_some_and(|length| length > limits.max_body_bytes as u64) {
-        return Err(too_large());
+        return Err(BodyError::TooLarge);
     }
     let body = Limited::new(request.into_body(), limits.max_body_bytes);
     match tokio::time::timeout(limits.body_read_timeout, body.collect()).await {
         Ok(Ok(collected)) => Ok(collected.to_bytes()),
-        Ok(Err(error)) if error.downcast_ref::<LengthLimitError>().is_some() => Err(too_large()),
-        Ok(Err(error)) => Err(text_reply(
-            400,
-            format!("reading the request body: {error}"),
-            "aborted",
-        )),
-        Err(_) => Err(text_reply(
-            408,
-            format!(
-                "the request body did not arrive within {:?}",
-                limits.body_read_timeout
-            ),
-            "timeout",
-        )),
-    }
-}
-
-/// Runs `handler`, turning a panic (a bug) into a 500 rather than a dead connection.
-async fn guard(handler: impl Future<Output = Reply>) -> Reply {
-    match futures::FutureExt::catch_unwind(AssertUnwindSafe(handler)).await {
-        Ok(reply) => reply,
-        Err(panic) => {
-            let message = panic
-                .downcast_ref::<&str>()
-                .map(|s| (*s).to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_default();
-            internal_error(&format!("the handler panicked: {message}"))
+        Ok(Err(error)) if error.downcast_ref::<LengthLimitError>().is_some() => {
+            Err(BodyError::TooLarge)
         }
-    }
-}
-
-async fn metrics_routes(
-    request: Request<Incoming>,
-    webhook: Arc<Webhook>,
-) -> Result<Response<Body>, Infallible> {
-    if request.uri().path() != "/metrics" {
-        return Ok(probes(&request, &webhook));
-    }
-    if request.method() != Method::GET {
-        return Ok(method_not_allowed("GET"));
-    }
-    let mut response = Response::new(Body::from(webhook.metrics().render()));
-    response.headers_mut().insert(
-        CONTENT_TYPE,
-        HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8"),
-    );
-    Ok(response)
-}
-
-/// `/healthz`, `/readyz`, and 404 for everything else.
-fn probes(request: &Request<Incoming>, webhook: &Webhook) -> Response<Body> {
-    let reply = match request.uri().path() {
-        "/healthz" | "/readyz" if request.method() != Method::GET => {
-            return method_not_allowed("GET");
-        }
-        "/healthz" => text_reply(200, "ok".to_string(), "ok"),
-        "/readyz" if webhook.is_ready() => {
-            text_reply(200, ready_message(&webhook.missing_crds()), "ok")
-        }
-        "/readyz" => text_reply(503, not_ready_message(&webhook.missing_crds()), "not_ready"),
-        path => text_reply(404, format!("no such endpoint: {path}"), "not_found"),
-    };
-    response(reply)
-}
-
-/// Why the replica is not ready, naming the CRDs it found not installed.
-fn not_ready_message(missing: &[MutatorCrd]) -> String {
-    let names: Vec<&str> = missing.iter().map(|crd| crd.name.as_str()).collect();
-    if names.is_empty() {
-        "not ready: no mutator snapshot loaded yet".to_string()
-    } else {
-        format!(
-            "not ready: no mutator snapshot loaded yet; not installed: {}",
-            names.join(", ")
-        )
-    }
-}
-
-/// `ok`, naming the CRDs not installed: still ready, since the replica
-/// enforces the kinds that are served exactly as they are.
-fn ready_message(missing: &[MutatorCrd]) -> String {
-    if missing.is_empty() {
-        return "ok".to_string();
-    }
-    let missing: Vec<String> = missing
-        .iter()
-        .map(|crd| format!("{} ({} mutators are not enforced)", crd.name, crd.kind))
-        .collect();
-    format!("ok; not installed: {}", missing.join(", "))
-}
-
-fn method_not_allowed(allow: &'static str) -> Response<Body> {
-    let mut response = response(text_reply(
-        405,
-        format!("method not allowed; use {allow}"),
-        "method_not_allowed",
-    ));
-    response
-        .headers_mut()
-        .insert(ALLOW, HeaderValue::from_static(allow));
-    response
-}
-
-fn text_reply(status: u16, message: String, outcome: &'static str) -> Reply {
-    Reply {
-        status,
-        content_type: "text/plain; charset=utf-8",
-        body: format!("{message}\n").into_bytes(),
-        outcome,
-    }
-}
-
-fn response(reply: Reply) -> Response<Body> {
-    let mut response = Response::new(Body::from(reply.body));
-    *response.status_mut() =
-        StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    response
-        .headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static(reply.content_type));
-    response
-}
-
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::panic)]
-
-    use super::*;
-
-    #[test]
-    fn a_panicking_handler_is_answered_with_a_500() {
-        let reply = futures::executor::block_on(guard(async { panic!("boom") }));
-        assert_eq!(reply.status, 500);
-        assert_eq!(reply.outcome, "internal_error");
-        assert_eq!(
-            String::from_utf8_lossy(&reply.body),
-            "internal error: the handler panicked: boom\n"
-        );
+        Ok(Err(error)) => Err(BodyError::Aborted(error)),
+        Err(_) => Err(BodyError::Timeout),
     }
 }

@@ -1,0 +1,168 @@
+//! Cluster mode: mutators and namespaces from the API server, status
+//! written back, the serving certificate and the webhook rules managed.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use sartor_controller::{
+    CertManager, CertOptions, MutatorWatch, NamespaceCache, RulesWriter, StatusLimits, StatusWriter,
+};
+use sartor_webhook::{Metrics, TlsFiles, Webhook};
+
+use super::ServeArgs;
+use super::args::{CertMode, WebhookRules};
+use super::signal::shutdown_signal;
+
+/// Cluster mode: mutators and namespaces from the API server, status written
+/// back, the serving certificate managed unless --cert-mode external.
+pub(super) async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
+    if !args.namespaces.is_empty() {
+        anyhow::bail!(
+            "--namespaces goes with --mutators; in cluster mode namespaces come from the API server"
+        );
+    }
+    if args.self_signed {
+        anyhow::bail!(
+            "--self-signed goes with --mutators; in cluster mode use --cert-mode managed (the default)"
+        );
+    }
+    if args.status_writes_per_second.is_nan() || args.status_writes_per_second <= 0.0 {
+        anyhow::bail!("--status-writes-per-second must be more than 0");
+    }
+    let pod = args
+        .pod_name
+        .clone()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .filter(|name| !name.is_empty())
+        .context("cluster mode needs this replica's name: --pod-name, $POD_NAME or $HOSTNAME")?;
+    // The client error's own sources repeat its message; print it once.
+    let client = kube::Client::try_default().await.map_err(|error| {
+        anyhow::anyhow!(
+            "no --mutators, so mutators come from the cluster, but no API server is configured \
+             (in-cluster service account or kubeconfig: $KUBECONFIG, ~/.kube/config): {error}"
+        )
+    })?;
+    let (tls, certs) = match args.cert_mode {
+        CertMode::External => match args.given_tls() {
+            Some(tls) => (tls, None),
+            None => anyhow::bail!("--cert-mode external needs --tls-cert-file and --tls-key-file"),
+        },
+        CertMode::Managed => {
+            if args.tls_cert_file.is_some() {
+                anyhow::bail!(
+                    "--tls-cert-file and --tls-key-file go with --cert-mode external; \
+                     --cert-mode managed (the default) writes its own into --cert-dir"
+                );
+            }
+            let dir = args
+                .cert_dir
+                .clone()
+                .unwrap_or_else(|| std::env::temp_dir().join("sartor-certs"));
+            let mut options = CertOptions::new(&args.namespace, dir.clone());
+            options.secret.clone_from(&args.cert_secret);
+            options.service.clone_from(&args.webhook_service);
+            options
+                .mutating
+                .clone_from(&args.mutating_webhook_configuration);
+            options
+                .validating
+                .clone_from(&args.validating_webhook_configuration);
+            let manager = CertManager::new(client.clone(), options);
+            if !first_certificate(&manager).await {
+                return Ok(());
+            }
+            let tls = TlsFiles {
+                cert: dir.join("tls.crt"),
+                key: dir.join("tls.key"),
+                client_ca: args.client_ca_file.clone(),
+            };
+            (tls, Some(manager))
+        }
+    };
+    let namespaces = NamespaceCache::new(client.clone());
+    let webhook = Arc::new(Webhook::new(
+        args.settings(),
+        Box::new(namespaces.clone()),
+        Arc::new(Metrics::new()),
+    ));
+    let server = super::bind(args, tls, webhook.clone()).await?;
+    let listed = namespaces.listed();
+    tokio::spawn(namespaces.run());
+    let limits = StatusLimits {
+        per_second: args.status_writes_per_second,
+        ..StatusLimits::default()
+    };
+    let (writer, queue) = StatusWriter::new(client.clone(), &pod, limits);
+    let writer = tokio::spawn(writer.run());
+    let stopping = queue.clone();
+    let watched = sartor_controller::watched(&client, args.gatekeeper_compat).await;
+    tracing::info!(
+        pod,
+        kinds = %watched.iter().map(|w| format!("{}.{}", w.resource.plural, w.resource.group)).collect::<Vec<_>>().join(", "),
+        "watching mutators"
+    );
+    if args.webhook_rules == WebhookRules::Derived {
+        let rules = RulesWriter::new(
+            client.clone(),
+            webhook.metrics().clone(),
+            &args.mutating_webhook_configuration,
+            MUTATING_WEBHOOK,
+        );
+        tokio::spawn(rules.run(
+            webhook.subscribe(),
+            Duration::from_secs(args.cert_check_interval),
+        ));
+    }
+    let watch = MutatorWatch {
+        client,
+        webhook,
+        pod,
+        watched,
+    };
+    tokio::spawn(watch.run(listed, queue));
+    if let Some(manager) = certs {
+        tokio::spawn(manager.run(Duration::from_secs(args.cert_check_interval)));
+    }
+    server.run(shutdown_signal()).await;
+    // A gone replica's status entries would read as enforcement that is not
+    // there; withdraw them, within what is left of the grace period.
+    stopping.withdraw_all();
+    match tokio::time::timeout(STATUS_WITHDRAW_TIMEOUT, writer).await {
+        Ok(_) => tracing::info!("status entries withdrawn"),
+        Err(_) => tracing::warn!(
+            "status entries not all withdrawn in time; they stay until a replica with this name replaces them"
+        ),
+    }
+    Ok(())
+}
+
+/// The webhook of the MutatingWebhookConfiguration whose rules are derived,
+/// as the install names it.
+const MUTATING_WEBHOOK: &str = "mutation.sartor.dev";
+
+/// How long a stopping replica spends withdrawing its status entries (after
+/// up to 20 s of draining requests, inside the install's 30 s grace period).
+const STATUS_WITHDRAW_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// Makes the first managed certificate, retrying until it works; `false`
+/// when a shutdown signal came first.
+async fn first_certificate(manager: &CertManager) -> bool {
+    let shutdown = shutdown_signal();
+    tokio::pin!(shutdown);
+    loop {
+        match manager.reconcile().await {
+            Ok(action) => {
+                tracing::info!(?action, secret = %manager.options().secret, "serving certificate ready");
+                return true;
+            }
+            Err(error) => {
+                tracing::error!(%error, "cannot set up the serving certificate; retrying in 5 s");
+            }
+        }
+        tokio::select! {
+            () = tokio::time::sleep(Duration::from_secs(5)) => {}
+            () = &mut shutdown => return false,
+        }
+    }
+}

@@ -1,0 +1,406 @@
+//! Files as the source of mutators: a file or directory of mutator YAML (a
+//! laptop, or a GitOps checkout synced into a volume), compiled into one
+//! [`System`] and watched by polling.
+//!
+//! ```text
+//!  paths ──size + mtime of every file──▶ changed? ──load_mutators + compile──▶ Compiled
+//!                                                        ├─ a problem: keep the last good set
+//!                                                        └─ none: Webhook::publish
+//! ```
+//!
+//! [`compile`] is also how the CLI's offline commands turn what they read
+//! into a System, so `sartor lint` and `sartor serve --mutators` agree on
+//! what a set of files means.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use sartor_api::{Input, LoadError, Loaded, Origin, load_mutators};
+use sartor_engine::{CompileError, Conflict, Mutator, MutatorId, System};
+use sartor_webhook::{Snapshot, Webhook};
+
+/// Mutators read from files and compiled.
+#[derive(Debug, Default)]
+pub struct Compiled {
+    /// The mutators that compiled (those in conflict included: the System
+    /// does not enforce them).
+    pub system: System,
+    /// Where each mutator of the system was read, in input order.
+    pub origins: Vec<(MutatorId, Origin)>,
+    /// What could not be read or compiled, in input order.
+    pub errors: Vec<FileError>,
+}
+
+/// A document that yields no mutator.
+#[derive(Debug)]
+pub enum FileError {
+    /// It could not be read or is not a valid mutator.
+    Load(LoadError),
+    /// It is a mutator that does not compile.
+    Compile {
+        /// Where it was read.
+        origin: Origin,
+        /// Why it does not compile.
+        error: CompileError,
+    },
+}
+
+/// Reads and compiles every mutator under `inputs`.
+pub fn load(inputs: &[Input]) -> Compiled {
+    compile(load_mutators(inputs))
+}
+
+/// Compiles what the loader read into one System.
+pub fn compile(loaded: Loaded) -> Compiled {
+    let mut compiled = Compiled {
+        errors: loaded.errors.into_iter().map(FileError::Load).collect(),
+        ..Compiled::default()
+    };
+    for mutator in loaded.mutators {
+        match Mutator::compile(&mutator.object) {
+            Ok(mutator_compiled) => {
+                compiled
+                    .origins
+                    .push((mutator_compiled.id().clone(), mutator.origin));
+                compiled.system.upsert(mutator_compiled);
+            }
+            Err(error) => compiled.errors.push(FileError::Compile {
+                origin: mutator.origin,
+                error,
+            }),
+        }
+    }
+    compiled
+}
+
+// === impl Compiled ===
+
+impl Compiled {
+    /// Every conflict of every mutator, with where the mutator was read, in
+    /// input order (a conflict between two mutators is listed on both).
+    pub fn conflicts(&self) -> Vec<(&Origin, &MutatorId, Conflict)> {
+        self.origins
+            .iter()
+            .flat_map(|(id, origin)| {
+                self.system
+                    .conflicts(id)
+                    .into_iter()
+                    .map(move |conflict| (origin, id, conflict))
+            })
+            .collect()
+    }
+}
+
+// === impl FileError ===
+
+impl FileError {
+    /// Where the document is.
+    pub fn origin(&self) -> &Origin {
+        match self {
+            FileError::Load(error) => &error.origin,
+            FileError::Compile { origin, .. } => origin,
+        }
+    }
+
+    /// `Kind name` of the document, when known.
+    pub fn subject(&self) -> Option<String> {
+        match self {
+            FileError::Load(error) => error.subject.clone(),
+            FileError::Compile { error, .. } => Some(error.mutator.to_string()),
+        }
+    }
+
+    /// What is wrong, without where.
+    pub fn message(&self) -> String {
+        match self {
+            FileError::Load(error) => error.problem.to_string(),
+            FileError::Compile { error, .. } => error.problem.to_string(),
+        }
+    }
+}
+
+impl fmt::Display for FileError {
+    /// `file: document N: Kind name: message`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.origin())?;
+        if let Some(subject) = self.subject() {
+            write!(f, ": {subject}")?;
+        }
+        write!(f, ": {}", self.message())
+    }
+}
+
+// === watching ===
+
+/// Size and modification time of every file under the watched paths: a
+/// change in any means the set must be read again.
+type Fingerprint = BTreeMap<PathBuf, (u64, Option<SystemTime>)>;
+
+/// The mutator files under some paths, read again when they change.
+#[derive(Debug, Clone)]
+pub struct MutatorFiles {
+    paths: Vec<PathBuf>,
+    seen: Option<Fingerprint>,
+}
+
+impl MutatorFiles {
+    /// The files under `paths` (each a file, or a directory read recursively).
+    pub fn new(paths: Vec<PathBuf>) -> MutatorFiles {
+        MutatorFiles { paths, seen: None }
+    }
+
+    /// The mutators, compiled again, when a file under the paths was added,
+    /// removed or changed (size or modification time) since the last call;
+    /// the first call always reads them.
+    pub fn changed(&mut self) -> Option<Compiled> {
+        let mut fingerprint = Fingerprint::new();
+        for path in &self.paths {
+            fingerprint_into(path, &mut fingerprint);
+        }
+        if self.seen.as_ref() == Some(&fingerprint) {
+            return None;
+        }
+        self.seen = Some(fingerprint);
+        let inputs: Vec<Input> = self.paths.iter().cloned().map(Input::Path).collect();
+        Some(load(&inputs))
+    }
+}
+
+/// Adds `path` (a file, or a directory walked recursively) to `fingerprint`.
+/// Unreadable entries count as absent; the loader reports them.
+fn fingerprint_into(path: &Path, fingerprint: &mut Fingerprint) {
+    let Ok(metadata) = std::fs::metadata(path) else {
+        return;
+    };
+    if metadata.is_dir() {
+        let Ok(entries) = std::fs::read_dir(path) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            // As the loader: symlinked directories are not followed (no loops).
+            let symlinked_dir = entry.file_type().is_ok_and(|t| t.is_symlink())
+                && std::fs::metadata(entry.path()).is_ok_and(|m| m.is_dir());
+            if !symlinked_dir {
+                fingerprint_into(&entry.path(), fingerprint);
+            }
+        }
+    } else {
+        fingerprint.insert(
+            path.to_path_buf(),
+            (metadata.len(), metadata.modified().ok()),
+        );
+    }
+}
+
+/// What one [`FileWatch::poll`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reload {
+    /// No file changed.
+    Unchanged,
+    /// The files changed and a new snapshot is in force.
+    Published,
+    /// The files changed but some cannot be read or compiled: the last good
+    /// set stays in force (or, before the first, the webhook stays unready).
+    Refused,
+}
+
+/// Publishes the mutators under some paths into the webhook, again whenever
+/// they change; a set with a problem is refused whole.
+#[derive(Debug)]
+pub struct FileWatch {
+    files: MutatorFiles,
+    webhook: Arc<Webhook>,
+}
+
+impl FileWatch {
+    /// Watches the files under `paths` for `webhook`.
+    pub fn new(paths: Vec<PathBuf>, webhook: Arc<Webhook>) -> FileWatch {
+        FileWatch {
+            files: MutatorFiles::new(paths),
+            webhook,
+        }
+    }
+
+    /// Checks the files every `every`, forever; blocks the thread.
+    pub fn run(mut self, every: Duration) -> ! {
+        loop {
+            self.poll();
+            std::thread::sleep(every);
+        }
+    }
+
+    /// Checks the files once and publishes them if they changed and load
+    /// without a problem; logs what happened and counts it in the metrics.
+    pub fn poll(&mut self) -> Reload {
+        let Some(compiled) = self.files.changed() else {
+            return Reload::Unchanged;
+        };
+        if !compiled.errors.is_empty() {
+            self.webhook.metrics().record_mutator_reload(false);
+            let problems: Vec<String> = compiled.errors.iter().map(ToString::to_string).collect();
+            if self.webhook.is_ready() {
+                tracing::error!(problems = %problems.join("; "), "mutators changed but cannot be loaded; keeping the last good set");
+            } else {
+                tracing::error!(problems = %problems.join("; "), "mutators cannot be loaded; not ready until they can");
+            }
+            return Reload::Refused;
+        }
+        for (origin, id, conflict) in compiled.conflicts() {
+            tracing::warn!(problem = %format_args!("{origin}: {id}: {conflict}"), "mutator conflict: not enforced until it clears");
+        }
+        self.webhook.metrics().record_mutator_reload(true);
+        let system = compiled.system;
+        let (mutators, conflicted) = (system.len(), system.conflicted().len());
+        // Published before it is logged: whoever reads the log finds it in force.
+        self.webhook.publish(Snapshot {
+            system,
+            errors: Vec::new(),
+        });
+        tracing::info!(mutators, conflicted, "mutators loaded");
+        Reload::Published
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use sartor_tests::cluster::TempDir;
+    use sartor_webhook::{Metrics, Settings, Unlabelled};
+
+    use super::*;
+
+    fn assign(name: &str, location: &str) -> String {
+        format!(
+            "apiVersion: mutations.sartor.dev/v1\nkind: Assign\nmetadata:\n  name: {name}\n\
+             spec:\n  applyTo: [{{groups: [\"\"], versions: [v1], kinds: [Pod]}}]\n  \
+             location: \"{location}\"\n  parameters:\n    assign:\n      value: x\n"
+        )
+    }
+
+    /// A temporary directory of mutator files, watched for a webhook.
+    struct Watched {
+        dir: TempDir,
+        watch: FileWatch,
+        webhook: Arc<Webhook>,
+    }
+
+    impl Watched {
+        /// A directory holding `files` (name, text), watched.
+        fn start(files: &[(&str, &str)]) -> Watched {
+            let dir = TempDir::new("sartor-files").unwrap();
+            for (name, text) in files {
+                std::fs::write(dir.path().join(name), text).unwrap();
+            }
+            let webhook = Arc::new(Webhook::new(
+                Settings::new("sartor-system", "sartor"),
+                Box::new(Unlabelled::default()),
+                Arc::new(Metrics::new()),
+            ));
+            let watch = FileWatch::new(vec![dir.path().to_path_buf()], webhook.clone());
+            Watched {
+                dir,
+                watch,
+                webhook,
+            }
+        }
+
+        fn write(&self, name: &str, text: &str) {
+            std::fs::write(self.dir.path().join(name), text).unwrap();
+        }
+
+        /// The locations of the mutators in force.
+        fn in_force(&self) -> Vec<String> {
+            self.webhook
+                .current()
+                .map(|snapshot| {
+                    snapshot
+                        .system
+                        .mutators()
+                        .map(|m| m.location().to_string())
+                        .collect()
+                })
+                .unwrap_or_default()
+        }
+    }
+
+    #[test]
+    fn a_rewritten_file_is_published_as_a_new_snapshot() {
+        let mut watched = Watched::start(&[("pull.yaml", &assign("pull", "spec.a"))]);
+        assert_eq!(watched.watch.poll(), Reload::Published);
+        assert_eq!(watched.in_force(), ["spec.a"]);
+        assert_eq!(watched.watch.poll(), Reload::Unchanged);
+
+        watched.write("pull.yaml", &assign("pull", "spec.longer"));
+        assert_eq!(watched.watch.poll(), Reload::Published);
+        assert_eq!(watched.in_force(), ["spec.longer"]);
+
+        watched.write("other.yaml", &assign("other", "spec.b"));
+        assert_eq!(watched.watch.poll(), Reload::Published);
+        assert_eq!(watched.in_force(), ["spec.b", "spec.longer"]);
+    }
+
+    #[test]
+    fn a_broken_file_keeps_the_last_good_set() {
+        let mut watched = Watched::start(&[("pull.yaml", &assign("pull", "spec.a"))]);
+        assert_eq!(watched.watch.poll(), Reload::Published);
+
+        watched.write("pull.yaml", "kind: Assign\n  bad: [");
+        assert_eq!(watched.watch.poll(), Reload::Refused);
+        assert_eq!(watched.in_force(), ["spec.a"]);
+        // A mutator that reads but does not compile is refused too.
+        watched.write("pull.yaml", &assign("pull", "metadata.labels.x"));
+        assert_eq!(watched.watch.poll(), Reload::Refused);
+        assert_eq!(watched.in_force(), ["spec.a"]);
+
+        std::fs::remove_file(watched.dir.path().join("pull.yaml")).unwrap();
+        assert_eq!(watched.watch.poll(), Reload::Published);
+        assert_eq!(watched.in_force(), Vec::<String>::new());
+    }
+
+    #[test]
+    fn nothing_is_published_until_the_files_load() {
+        let mut watched = Watched::start(&[("broken.yaml", "apiVersion: [")]);
+        assert_eq!(watched.watch.poll(), Reload::Refused);
+        assert!(!watched.webhook.is_ready());
+    }
+
+    #[test]
+    fn errors_and_conflicts_name_the_file_and_the_mutator() {
+        let dir = TempDir::new("sartor-files").unwrap();
+        std::fs::write(
+            dir.path().join("set.yaml"),
+            [
+                assign("a", "spec.x.y"),
+                assign("b", "spec.x[name: n].y"),
+                assign("bad", "metadata.labels.x"),
+            ]
+            .join("---\n"),
+        )
+        .unwrap();
+        let compiled = load(&[Input::Path(dir.path().to_path_buf())]);
+        let errors: Vec<String> = compiled.errors.iter().map(ToString::to_string).collect();
+        let file = dir.path().join("set.yaml").display().to_string();
+        assert_eq!(
+            errors,
+            [format!(
+                "{file}: document 3: Assign bad: spec.location: Assign cannot change metadata; \
+                 use AssignMetadata for labels and annotations"
+            )]
+        );
+        let conflicted: Vec<String> = compiled
+            .conflicts()
+            .iter()
+            .map(|(origin, id, _)| format!("{origin}: {id}"))
+            .collect();
+        assert_eq!(
+            conflicted,
+            [
+                format!("{file}: document 1: Assign a"),
+                format!("{file}: document 2: Assign b")
+            ]
+        );
+    }
+}

@@ -1,0 +1,198 @@
+//! Routing and the small handlers: which path goes to which handler, and
+//! the answers of `/metrics`, `/healthz` and `/readyz`. Admission itself is
+//! [`Webhook`]'s; accepting, TLS and limits are [`crate::server`]'s.
+//!
+//! | port | path | method | answer |
+//! |---|---|---|---|
+//! | admission (TLS) | `/v1/mutate`, `/v1/validate` | POST | [`Webhook::mutate`], [`Webhook::validate`] |
+//! | metrics (plain) | `/metrics` | GET | Prometheus text |
+//! | both | `/healthz`, `/readyz` | GET | `ok`, or 503 until a snapshot is published |
+
+use std::convert::Infallible;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::Instant;
+
+use http_body_util::Full;
+use hyper::body::{Bytes, Incoming};
+use hyper::header::{ALLOW, CONTENT_TYPE, HeaderValue};
+use hyper::{Method, Request, Response, StatusCode};
+
+use crate::admission::{MUTATE, MutatorCrd, Reply, VALIDATE, Webhook, internal_error};
+use crate::server::{BodyError, Limits, read_body};
+
+/// Every answer is small and whole.
+type Body = Full<Bytes>;
+
+/// The admission port: `/v1/mutate` and `/v1/validate`, then the probes.
+pub(crate) async fn admission(
+    request: Request<Incoming>,
+    webhook: Arc<Webhook>,
+    limits: Limits,
+) -> Result<Response<Body>, Infallible> {
+    let started = Instant::now();
+    let endpoint = match request.uri().path() {
+        "/v1/mutate" => MUTATE,
+        "/v1/validate" => VALIDATE,
+        _ => return Ok(probes(&request, &webhook)),
+    };
+    if request.method() != Method::POST {
+        return Ok(method_not_allowed("POST"));
+    }
+    let reply = match read_body(request, &limits).await {
+        Ok(body) if endpoint == MUTATE => guard(webhook.mutate(&body)).await,
+        Ok(body) => guard(async { webhook.validate(&body) }).await,
+        Err(error) => body_error(&error, &limits),
+    };
+    webhook
+        .metrics()
+        .record_request(endpoint, reply.outcome, started.elapsed());
+    Ok(response(reply))
+}
+
+/// The answer to a body that was not read whole.
+fn body_error(error: &BodyError, limits: &Limits) -> Reply {
+    match error {
+        BodyError::TooLarge => text_reply(
+            413,
+            format!("request body larger than {} bytes", limits.max_body_bytes),
+            "too_large",
+        ),
+        BodyError::Aborted(error) => {
+            text_reply(400, format!("reading the request body: {error}"), "aborted")
+        }
+        BodyError::Timeout => text_reply(
+            408,
+            format!(
+                "the request body did not arrive within {:?}",
+                limits.body_read_timeout
+            ),
+            "timeout",
+        ),
+    }
+}
+
+/// Runs `handler`, turning a panic (a bug) into a 500 rather than a dead connection.
+async fn guard(handler: impl Future<Output = Reply>) -> Reply {
+    match futures::FutureExt::catch_unwind(AssertUnwindSafe(handler)).await {
+        Ok(reply) => reply,
+        Err(panic) => {
+            let message = panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            internal_error(&format!("the handler panicked: {message}"))
+        }
+    }
+}
+
+/// The plain-HTTP port: `/metrics`, then the probes.
+pub(crate) async fn metrics(
+    request: Request<Incoming>,
+    webhook: Arc<Webhook>,
+) -> Result<Response<Body>, Infallible> {
+    if request.uri().path() != "/metrics" {
+        return Ok(probes(&request, &webhook));
+    }
+    if request.method() != Method::GET {
+        return Ok(method_not_allowed("GET"));
+    }
+    let mut response = Response::new(Body::from(webhook.metrics().render()));
+    response.headers_mut().insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8"),
+    );
+    Ok(response)
+}
+
+/// `/healthz`, `/readyz`, and 404 for everything else.
+fn probes(request: &Request<Incoming>, webhook: &Webhook) -> Response<Body> {
+    let reply = match request.uri().path() {
+        "/healthz" | "/readyz" if request.method() != Method::GET => {
+            return method_not_allowed("GET");
+        }
+        "/healthz" => text_reply(200, "ok".to_string(), "ok"),
+        "/readyz" if webhook.is_ready() => {
+            text_reply(200, ready_message(&webhook.missing_crds()), "ok")
+        }
+        "/readyz" => text_reply(503, not_ready_message(&webhook.missing_crds()), "not_ready"),
+        path => text_reply(404, format!("no such endpoint: {path}"), "not_found"),
+    };
+    response(reply)
+}
+
+/// Why the replica is not ready, naming the CRDs it found not installed.
+fn not_ready_message(missing: &[MutatorCrd]) -> String {
+    let names: Vec<&str> = missing.iter().map(|crd| crd.name.as_str()).collect();
+    if names.is_empty() {
+        "not ready: no mutator snapshot loaded yet".to_string()
+    } else {
+        format!(
+            "not ready: no mutator snapshot loaded yet; not installed: {}",
+            names.join(", ")
+        )
+    }
+}
+
+/// `ok`, naming the CRDs not installed: still ready, since the replica
+/// enforces the kinds that are served exactly as they are.
+fn ready_message(missing: &[MutatorCrd]) -> String {
+    if missing.is_empty() {
+        return "ok".to_string();
+    }
+    let missing: Vec<String> = missing
+        .iter()
+        .map(|crd| format!("{} ({} mutators are not enforced)", crd.name, crd.kind))
+        .collect();
+    format!("ok; not installed: {}", missing.join(", "))
+}
+
+fn method_not_allowed(allow: &'static str) -> Response<Body> {
+    let mut response = response(text_reply(
+        405,
+        format!("method not allowed; use {allow}"),
+        "method_not_allowed",
+    ));
+    response
+        .headers_mut()
+        .insert(ALLOW, HeaderValue::from_static(allow));
+    response
+}
+
+fn text_reply(status: u16, message: String, outcome: &'static str) -> Reply {
+    Reply {
+        status,
+        content_type: "text/plain; charset=utf-8",
+        body: format!("{message}\n").into_bytes(),
+        outcome,
+    }
+}
+
+fn response(reply: Reply) -> Response<Body> {
+    let mut response = Response::new(Body::from(reply.body));
+    *response.status_mut() =
+        StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static(reply.content_type));
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::panic)]
+
+    use super::*;
+
+    #[test]
+    fn a_panicking_handler_is_answered_with_a_500() {
+        let reply = futures::executor::block_on(guard(async { panic!("boom") }));
+        assert_eq!(reply.status, 500);
+        assert_eq!(reply.outcome, "internal_error");
+        assert_eq!(
+            String::from_utf8_lossy(&reply.body),
+            "internal error: the handler panicked: boom\n"
+        );
+    }
+}
