@@ -11,17 +11,14 @@ use sartor_engine::{Admission, Conflict, Mutator, MutatorId, NamespaceLookup, Op
 use sartor_location::{KeyValue, Node, Path};
 use serde_json::Value;
 
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, Outcome};
 use crate::namespaces::{Lookup, Namespaces};
 use crate::review::{AdmissionRequest, AdmissionResponse, AdmissionReview, ReviewError};
 
-/// The mutating endpoint's name in metrics and logs.
-pub const MUTATE: &str = "mutate";
-/// The validating endpoint's name in metrics and logs.
-pub const VALIDATE: &str = "validate";
-
-/// What the server does with an object it could not mutate.
+/// What the server does with an object it could not mutate
+/// (`sartor serve --on-error`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum OnError {
     /// Admit it unmutated, with a warning and the reason (Gatekeeper's
     /// `failurePolicy: Ignore` spirit: sartor never blocks the cluster).
@@ -109,7 +106,7 @@ pub struct Reply {
     /// The body.
     pub body: Vec<u8>,
     /// How the request ended, for metrics and logs.
-    pub outcome: &'static str,
+    pub outcome: Outcome,
 }
 
 /// The admission logic of one server: skip rules, the current snapshot,
@@ -211,7 +208,7 @@ fn inside_added_container(path: &Path, added: &[Value]) -> bool {
 /// What the skip rules decided about a `/v1/mutate` request.
 enum Admit<'r> {
     /// Answered without mutating.
-    Answer(AdmissionResponse, &'static str),
+    Answer(AdmissionResponse, Outcome),
     /// To be mutated.
     Mutate(Admitted<'r>),
 }
@@ -352,11 +349,17 @@ impl Webhook {
         let uid = request.uid.as_str();
         let Ok(operation) = request.operation.parse::<Operation>() else {
             tracing::debug!(uid, operation = %request.operation, "skipped: not CREATE or UPDATE");
-            return Ok(Admit::Answer(AdmissionResponse::allow(uid), "skipped"));
+            return Ok(Admit::Answer(
+                AdmissionResponse::allow(uid),
+                Outcome::Skipped,
+            ));
         };
         if let Some(skip) = self.skip(request) {
             tracing::debug!(uid, reason = ?skip, "skipped");
-            return Ok(Admit::Answer(AdmissionResponse::allow(uid), "skipped"));
+            return Ok(Admit::Answer(
+                AdmissionResponse::allow(uid),
+                Outcome::Skipped,
+            ));
         }
         let object = match &request.object {
             Some(object @ Value::Object(_)) => object,
@@ -388,7 +391,7 @@ impl Webhook {
         admitted: &Admitted<'_>,
         namespace: Option<Arc<Value>>,
         started: Instant,
-    ) -> (AdmissionResponse, &'static str) {
+    ) -> (AdmissionResponse, Outcome) {
         let uid = request.uid.as_str();
         let object = admitted.admission.object;
         let ephemeral = is_ephemeral_containers(request);
@@ -405,7 +408,7 @@ impl Webhook {
             }
         };
         let Some(mutated) = mutation.object.take() else {
-            return (AdmissionResponse::allow(uid), "unchanged");
+            return (AdmissionResponse::allow(uid), Outcome::Unchanged);
         };
         let patch = match mutation.patch.take() {
             Some(patch) => patch,
@@ -421,7 +424,7 @@ impl Webhook {
             }
         };
         if patch.0.is_empty() {
-            return (AdmissionResponse::allow(uid), "unchanged");
+            return (AdmissionResponse::allow(uid), Outcome::Unchanged);
         }
         let patch = match serde_json::to_vec(&patch) {
             Ok(patch) => patch,
@@ -449,17 +452,17 @@ impl Webhook {
             patch_type: Some("JSONPatch"),
             ..AdmissionResponse::allow(uid)
         };
-        (response, "mutated")
+        (response, Outcome::Mutated)
     }
 
     /// The answer to a mutation that failed, per `on_error`.
-    fn failed(&self, uid: &str, reason: String) -> (AdmissionResponse, &'static str) {
+    fn failed(&self, uid: &str, reason: String) -> (AdmissionResponse, Outcome) {
         match self.settings.on_error {
             OnError::Allow => {
                 let mut response = AdmissionResponse::deny(uid, 500, reason.clone());
                 response.allowed = true;
                 response.warnings = vec![format!("sartor did not mutate this object: {reason}")];
-                (response, "error")
+                (response, Outcome::Error)
             }
             OnError::Deny => (
                 AdmissionResponse::deny(
@@ -467,7 +470,7 @@ impl Webhook {
                     500,
                     format!("sartor could not mutate this object: {reason}"),
                 ),
-                "denied",
+                Outcome::Denied,
             ),
         }
     }
@@ -510,7 +513,7 @@ impl Webhook {
         };
         let uid = request.uid.as_str();
         if request.operation.parse::<Operation>().is_err() {
-            return review_reply(AdmissionResponse::allow(uid), &version, "skipped");
+            return review_reply(AdmissionResponse::allow(uid), &version, Outcome::Skipped);
         }
         if request.kind.group.is_empty() && request.kind.kind == "Namespace" {
             let (response, outcome) = self.validate_namespace(&request);
@@ -519,7 +522,7 @@ impl Webhook {
         let is_mutator = (request.kind.group == GROUP || request.kind.group == GATEKEEPER_GROUP)
             && request.kind.kind.parse::<MutatorKind>().is_ok();
         if !is_mutator {
-            return review_reply(AdmissionResponse::allow(uid), &version, "skipped");
+            return review_reply(AdmissionResponse::allow(uid), &version, Outcome::Skipped);
         }
         let object = match &request.object {
             Some(object @ Value::Object(_)) => object,
@@ -535,7 +538,7 @@ impl Webhook {
     /// own or allowed by `exemptable_namespaces`. Removing the label (which
     /// only brings mutation back) and updates that leave it as it was are
     /// always allowed.
-    fn validate_namespace(&self, request: &AdmissionRequest) -> (AdmissionResponse, &'static str) {
+    fn validate_namespace(&self, request: &AdmissionRequest) -> (AdmissionResponse, Outcome) {
         let uid = request.uid.as_str();
         let label = |object: &Option<Value>| {
             object
@@ -546,12 +549,12 @@ impl Webhook {
         };
         let (new, old) = (label(&request.object), label(&request.old_object));
         if new.is_none() || new == old {
-            return (AdmissionResponse::allow(uid), "allowed");
+            return (AdmissionResponse::allow(uid), Outcome::Allowed);
         }
         let name = namespace_object_name(request);
         let exemptable = &self.settings.exemptable_namespaces;
         if name == self.settings.namespace || exemptable.iter().any(|w| w.matches(name)) {
-            return (AdmissionResponse::allow(uid), "allowed");
+            return (AdmissionResponse::allow(uid), Outcome::Allowed);
         }
         let allowed: Vec<&str> = std::iter::once(self.settings.namespace.as_str())
             .chain(exemptable.iter().map(Wildcard::as_str))
@@ -562,16 +565,16 @@ impl Webhook {
              (sartor serve --exemptable-namespace)",
             allowed.join(", ")
         );
-        (AdmissionResponse::deny(uid, 403, message), "denied")
+        (AdmissionResponse::deny(uid, 403, message), Outcome::Denied)
     }
 
-    fn validate_mutator(&self, uid: &str, object: &Value) -> (AdmissionResponse, &'static str) {
+    fn validate_mutator(&self, uid: &str, object: &Value) -> (AdmissionResponse, Outcome) {
         let parsed = match parse_mutator(object) {
             Ok(parsed) => parsed,
             Err(error) => {
                 return (
                     AdmissionResponse::deny(uid, 422, error.to_string()),
-                    "denied",
+                    Outcome::Denied,
                 );
             }
         };
@@ -580,7 +583,7 @@ impl Webhook {
             Err(error) => {
                 return (
                     AdmissionResponse::deny(uid, 422, error.to_string()),
-                    "denied",
+                    Outcome::Denied,
                 );
             }
         };
@@ -615,9 +618,9 @@ impl Webhook {
             );
         }
         let outcome = if response.warnings.is_empty() {
-            "allowed"
+            Outcome::Allowed
         } else {
-            "warned"
+            Outcome::Warned
         };
         (response, outcome)
     }
@@ -658,7 +661,7 @@ fn object_name(request: &AdmissionRequest) -> String {
     }
 }
 
-fn review_reply(response: AdmissionResponse, version: &str, outcome: &'static str) -> Reply {
+fn review_reply(response: AdmissionResponse, version: &str, outcome: Outcome) -> Reply {
     match response.to_review_json(version) {
         Ok(body) => Reply {
             status: 200,
@@ -686,7 +689,7 @@ pub fn bad_request(error: &ReviewError) -> Reply {
         status: 400,
         content_type: "text/plain; charset=utf-8",
         body: format!("{error}\n").into_bytes(),
-        outcome: "invalid",
+        outcome: Outcome::Invalid,
     }
 }
 
@@ -697,6 +700,6 @@ pub fn internal_error(message: &str) -> Reply {
         status: 500,
         content_type: "text/plain; charset=utf-8",
         body: format!("internal error: {message}\n").into_bytes(),
-        outcome: "internal_error",
+        outcome: Outcome::InternalError,
     }
 }

@@ -24,7 +24,7 @@ pub mod tls;
 
 pub use admission::{OnError, Reply, Settings, Snapshot, Webhook};
 pub use certs::{CertFiles, SelfSigned};
-pub use metrics::{Metrics, RulesState};
+pub use metrics::{Endpoint, Metrics, Outcome, RulesState};
 pub use namespaces::{Fixed, Lookup, Namespaces, Unlabelled};
 pub use server::{Config, Limits, MAX_BODY_BYTES, ServeError, Server};
 pub use tls::{Certificate, TlsError, TlsFiles};

@@ -14,8 +14,10 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use prometheus_client::encoding::EncodeLabelSet;
+use std::fmt::{self, Write as _};
+
 use prometheus_client::encoding::text::encode;
+use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -36,8 +38,56 @@ const PASS_BUCKETS: [f64; 7] = [1.0, 2.0, 3.0, 4.0, 6.0, 10.0, 20.0];
 /// Which endpoint answered and how.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RequestLabels {
-    endpoint: &'static str,
-    outcome: &'static str,
+    endpoint: Endpoint,
+    outcome: Outcome,
+}
+
+/// An admission endpoint: the `endpoint` label, and the name in logs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Endpoint {
+    /// `/v1/mutate`, the mutating webhook.
+    Mutate,
+    /// `/v1/validate`, the validating webhook (mutators and the exemption label).
+    Validate,
+}
+
+/// How an admission call ended: the `outcome` label.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Outcome {
+    /// `/v1/mutate`: the object was mutated (a patch answered).
+    Mutated,
+    /// `/v1/mutate`: mutators ran and changed nothing.
+    Unchanged,
+    /// Not for sartor: another operation, a skipped namespace, user or kind.
+    Skipped,
+    /// `/v1/mutate`: the mutation failed and the object was admitted unmutated
+    /// (`--on-error allow`).
+    Error,
+    /// Denied: a failed mutation with `--on-error deny`, an invalid mutator,
+    /// a namespace given the exemption label.
+    Denied,
+    /// `/v1/validate`: allowed without a warning.
+    Allowed,
+    /// `/v1/validate`: allowed with warnings (conflicts, analysis findings).
+    Warned,
+    /// A body that is not a usable AdmissionReview (400).
+    Invalid,
+    /// A failure of sartor's own (500).
+    InternalError,
+    /// A body over the size limit (413).
+    TooLarge,
+    /// A body that did not arrive in time (408).
+    Timeout,
+    /// The connection failed while the body was read (400).
+    Aborted,
+    /// A method other than the endpoint's (405).
+    MethodNotAllowed,
+    /// No such endpoint (404).
+    NotFound,
+    /// `/readyz` before the first snapshot (503).
+    NotReady,
+    /// A probe answered 200.
+    Ok,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -107,6 +157,68 @@ impl RulesState {
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ResultLabels {
     result: &'static str,
+}
+
+// === impl Endpoint ===
+
+impl Endpoint {
+    /// The label value: `mutate` or `validate`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Endpoint::Mutate => "mutate",
+            Endpoint::Validate => "validate",
+        }
+    }
+}
+
+impl fmt::Display for Endpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl EncodeLabelValue for Endpoint {
+    fn encode(&self, encoder: &mut LabelValueEncoder<'_>) -> fmt::Result {
+        encoder.write_str(self.as_str())
+    }
+}
+
+// === impl Outcome ===
+
+impl Outcome {
+    /// The label value, in snake case (`internal_error`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Mutated => "mutated",
+            Outcome::Unchanged => "unchanged",
+            Outcome::Skipped => "skipped",
+            Outcome::Error => "error",
+            Outcome::Denied => "denied",
+            Outcome::Allowed => "allowed",
+            Outcome::Warned => "warned",
+            Outcome::Invalid => "invalid",
+            Outcome::InternalError => "internal_error",
+            Outcome::TooLarge => "too_large",
+            Outcome::Timeout => "timeout",
+            Outcome::Aborted => "aborted",
+            Outcome::MethodNotAllowed => "method_not_allowed",
+            Outcome::NotFound => "not_found",
+            Outcome::NotReady => "not_ready",
+            Outcome::Ok => "ok",
+        }
+    }
+}
+
+impl fmt::Display for Outcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl EncodeLabelValue for Outcome {
+    fn encode(&self, encoder: &mut LabelValueEncoder<'_>) -> fmt::Result {
+        encoder.write_str(self.as_str())
+    }
 }
 
 /// Every metric the server exports, and the registry that renders them.
@@ -217,7 +329,7 @@ impl Metrics {
     }
 
     /// Counts one answered request.
-    pub fn record_request(&self, endpoint: &'static str, outcome: &'static str, took: Duration) {
+    pub fn record_request(&self, endpoint: Endpoint, outcome: Outcome, took: Duration) {
         let labels = RequestLabels { endpoint, outcome };
         self.requests.get_or_create(&labels).inc();
         self.latency

@@ -18,7 +18,8 @@ use hyper::body::{Bytes, Incoming};
 use hyper::header::{ALLOW, CONTENT_TYPE, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 
-use crate::admission::{MUTATE, MutatorCrd, Reply, VALIDATE, Webhook, internal_error};
+use crate::admission::{MutatorCrd, Reply, Webhook, internal_error};
+use crate::metrics::{Endpoint, Outcome};
 use crate::server::{BodyError, Limits, read_body};
 
 /// Every answer is small and whole.
@@ -32,15 +33,15 @@ pub(crate) async fn admission(
 ) -> Result<Response<Body>, Infallible> {
     let started = Instant::now();
     let endpoint = match request.uri().path() {
-        "/v1/mutate" => MUTATE,
-        "/v1/validate" => VALIDATE,
+        "/v1/mutate" => Endpoint::Mutate,
+        "/v1/validate" => Endpoint::Validate,
         _ => return Ok(probes(&request, &webhook)),
     };
     if request.method() != Method::POST {
         return Ok(method_not_allowed("POST"));
     }
     let reply = match read_body(request, &limits).await {
-        Ok(body) if endpoint == MUTATE => guard(webhook.mutate(&body)).await,
+        Ok(body) if endpoint == Endpoint::Mutate => guard(webhook.mutate(&body)).await,
         Ok(body) => guard(async { webhook.validate(&body) }).await,
         Err(error) => body_error(&error, &limits),
     };
@@ -56,18 +57,20 @@ fn body_error(error: &BodyError, limits: &Limits) -> Reply {
         BodyError::TooLarge => text_reply(
             413,
             format!("request body larger than {} bytes", limits.max_body_bytes),
-            "too_large",
+            Outcome::TooLarge,
         ),
-        BodyError::Aborted(error) => {
-            text_reply(400, format!("reading the request body: {error}"), "aborted")
-        }
+        BodyError::Aborted(error) => text_reply(
+            400,
+            format!("reading the request body: {error}"),
+            Outcome::Aborted,
+        ),
         BodyError::Timeout => text_reply(
             408,
             format!(
                 "the request body did not arrive within {:?}",
                 limits.body_read_timeout
             ),
-            "timeout",
+            Outcome::Timeout,
         ),
     }
 }
@@ -112,12 +115,16 @@ fn probes(request: &Request<Incoming>, webhook: &Webhook) -> Response<Body> {
         "/healthz" | "/readyz" if request.method() != Method::GET => {
             return method_not_allowed("GET");
         }
-        "/healthz" => text_reply(200, "ok".to_string(), "ok"),
+        "/healthz" => text_reply(200, "ok".to_string(), Outcome::Ok),
         "/readyz" if webhook.is_ready() => {
-            text_reply(200, ready_message(&webhook.missing_crds()), "ok")
+            text_reply(200, ready_message(&webhook.missing_crds()), Outcome::Ok)
         }
-        "/readyz" => text_reply(503, not_ready_message(&webhook.missing_crds()), "not_ready"),
-        path => text_reply(404, format!("no such endpoint: {path}"), "not_found"),
+        "/readyz" => text_reply(
+            503,
+            not_ready_message(&webhook.missing_crds()),
+            Outcome::NotReady,
+        ),
+        path => text_reply(404, format!("no such endpoint: {path}"), Outcome::NotFound),
     };
     response(reply)
 }
@@ -152,7 +159,7 @@ fn method_not_allowed(allow: &'static str) -> Response<Body> {
     let mut response = response(text_reply(
         405,
         format!("method not allowed; use {allow}"),
-        "method_not_allowed",
+        Outcome::MethodNotAllowed,
     ));
     response
         .headers_mut()
@@ -160,7 +167,7 @@ fn method_not_allowed(allow: &'static str) -> Response<Body> {
     response
 }
 
-fn text_reply(status: u16, message: String, outcome: &'static str) -> Reply {
+fn text_reply(status: u16, message: String, outcome: Outcome) -> Reply {
     Reply {
         status,
         content_type: "text/plain; charset=utf-8",
@@ -189,7 +196,7 @@ mod tests {
     fn a_panicking_handler_is_answered_with_a_500() {
         let reply = futures::executor::block_on(guard(async { panic!("boom") }));
         assert_eq!(reply.status, 500);
-        assert_eq!(reply.outcome, "internal_error");
+        assert_eq!(reply.outcome, Outcome::InternalError);
         assert_eq!(
             String::from_utf8_lossy(&reply.body),
             "internal error: the handler panicked: boom\n"

@@ -133,8 +133,8 @@ pub struct ServeArgs {
     pub(super) mutation_annotations: bool,
     /// What to answer for an object that cannot be mutated (not converging,
     /// a setter error): admit it unmutated with a warning, or deny it.
-    #[arg(long, value_enum, default_value_t = OnErrorArg::Allow)]
-    pub(super) on_error: OnErrorArg,
+    #[arg(long, value_enum, default_value_t = OnError::Allow)]
+    pub(super) on_error: OnError,
     /// Log format.
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub(super) log_format: LogFormat,
@@ -142,12 +142,6 @@ pub struct ServeArgs {
     /// changes, in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(10..))]
     pub(super) poll_interval_ms: u64,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(super) enum OnErrorArg {
-    Allow,
-    Deny,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -188,10 +182,7 @@ impl ServeArgs {
         settings.excluded_namespaces = self.exclude_namespaces.clone();
         settings.mutation_annotations = self.mutation_annotations;
         settings.exemptable_namespaces = self.exemptable_namespaces.clone();
-        settings.on_error = match self.on_error {
-            OnErrorArg::Allow => OnError::Allow,
-            OnErrorArg::Deny => OnError::Deny,
-        };
+        settings.on_error = self.on_error;
         settings
     }
 }
