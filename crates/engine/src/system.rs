@@ -20,7 +20,7 @@ use crate::condition::{ConditionConflict, may_write};
 use crate::conflict::Conflict;
 use crate::convergence::Convergence;
 use crate::matching::{MatchError, metadata_str};
-use crate::mutator::{Applies, Mutator, MutatorId};
+use crate::mutator::{Applies, Mutator, MutatorId, Operations};
 use crate::patch;
 use crate::request::{Admission, Gvk, Operation, Request};
 use crate::schema::{Binding, Entry, SchemaDb};
@@ -34,10 +34,13 @@ pub const MUTATIONS_ANNOTATION: &str = "sartor.dev/mutations";
 #[derive(Debug, Clone, Default)]
 pub struct System {
     mutators: BTreeMap<MutatorId, Arc<Mutator>>,
-    /// Mutators with `applyTo`, by the kinds they list.
-    by_gvk: HashMap<Gvk, BTreeMap<MutatorId, Arc<Mutator>>>,
-    /// Mutators that apply to every kind (AssignMetadata).
-    everywhere: BTreeMap<MutatorId, Arc<Mutator>>,
+    /// For each kind some mutator's `applyTo` lists, every mutator that may
+    /// apply to it, in order: those listing it and those that apply to every
+    /// kind. A request reads its candidates off one entry.
+    by_gvk: HashMap<Gvk, BTreeMap<MutatorId, Candidate>>,
+    /// Mutators that apply to every kind (AssignMetadata): the candidates of
+    /// a kind no `applyTo` lists.
+    everywhere: BTreeMap<MutatorId, Candidate>,
     schema: SchemaDb,
     /// The mutators with value conditions (few, usually none).
     readers: BTreeSet<MutatorId>,
@@ -46,6 +49,13 @@ pub struct System {
     /// Every mutator in schema or condition conflict: skipped.
     conflicted: BTreeSet<MutatorId>,
     annotate: bool,
+}
+
+/// A mutator in the index of a kind, with the operations it applies on there.
+#[derive(Debug, Clone)]
+struct Candidate {
+    operations: Operations,
+    mutator: Arc<Mutator>,
 }
 
 /// What one [`System::mutate`] did.
@@ -181,14 +191,25 @@ impl System {
         };
         match mutator.applies() {
             Applies::Everything => {
-                self.everywhere.insert(id.clone(), Arc::clone(&mutator));
+                let candidate = Candidate {
+                    operations: Operations::ALL,
+                    mutator: Arc::clone(&mutator),
+                };
+                for index in self.by_gvk.values_mut() {
+                    index.insert(id.clone(), candidate.clone());
+                }
+                self.everywhere.insert(id.clone(), candidate);
             }
             Applies::Kinds(kinds) => {
-                for gvk in kinds.keys() {
+                for (gvk, operations) in kinds {
+                    let candidate = Candidate {
+                        operations: *operations,
+                        mutator: Arc::clone(&mutator),
+                    };
                     self.by_gvk
                         .entry(gvk.clone())
-                        .or_default()
-                        .insert(id.clone(), Arc::clone(&mutator));
+                        .or_insert_with(|| self.everywhere.clone())
+                        .insert(id.clone(), candidate);
                 }
             }
         }
@@ -222,12 +243,17 @@ impl System {
         match mutator.applies() {
             Applies::Everything => {
                 self.everywhere.remove(id);
+                for index in self.by_gvk.values_mut() {
+                    index.remove(id);
+                }
             }
             Applies::Kinds(kinds) => {
                 for gvk in kinds.keys() {
                     if let Some(index) = self.by_gvk.get_mut(gvk) {
                         index.remove(id);
-                        if index.is_empty() {
+                        // Only the mutators of every kind left: the kind
+                        // needs no entry of its own.
+                        if index.len() == self.everywhere.len() {
                             self.by_gvk.remove(gvk);
                         }
                     }
@@ -468,38 +494,26 @@ impl System {
     /// needs the object's Namespace (a `namespaceSelector`, a value from the
     /// Namespace): a caller that must fetch the Namespace asks this first.
     pub fn needs_namespace(&self, gvk: &Gvk, operation: Operation) -> bool {
-        self.candidates(gvk, operation)
-            .iter()
-            .any(|mutator| mutator.needs_namespace())
+        let index = self.by_gvk.get(gvk).unwrap_or(&self.everywhere);
+        index.iter().any(|(id, candidate)| {
+            candidate.mutator.needs_namespace()
+                && candidate.operations.contains(operation)
+                && !self.conflicted.contains(id)
+        })
     }
 
     /// The mutators that may apply to `gvk` on `operation`, in order,
     /// conflicting ones left out.
     fn candidates(&self, gvk: &Gvk, operation: Operation) -> Vec<&Arc<Mutator>> {
-        let mut specific = self
-            .by_gvk
-            .get(gvk)
-            .into_iter()
-            .flat_map(|m| m.iter())
-            .peekable();
-        let mut everywhere = self.everywhere.iter().peekable();
-        let mut candidates = Vec::new();
-        loop {
-            let next = match (specific.peek(), everywhere.peek()) {
-                (Some((a, _)), Some((b, _))) if a <= b => specific.next(),
-                (Some(_), Some(_)) => everywhere.next(),
-                (Some(_), None) => specific.next(),
-                (None, Some(_)) => everywhere.next(),
-                (None, None) => break,
-            };
-            if let Some((id, mutator)) = next
-                && !self.conflicted.contains(id)
-                && mutator.applies().allows(gvk, operation)
-            {
-                candidates.push(mutator);
-            }
-        }
-        candidates
+        let index = self.by_gvk.get(gvk).unwrap_or(&self.everywhere);
+        index
+            .iter()
+            .filter(|(id, candidate)| {
+                candidate.operations.contains(operation)
+                    && (self.conflicted.is_empty() || !self.conflicted.contains(*id))
+            })
+            .map(|(_, candidate)| &candidate.mutator)
+            .collect()
     }
 
     /// Lists the mutators that changed the object, sorted, in the
