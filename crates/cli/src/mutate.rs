@@ -373,7 +373,9 @@ fn explain_as(out: &mut String, label: &str, mutation: &Mutation) {
         let _ = writeln!(
             out,
             "  pass {}  {}  {}",
-            change.pass, change.mutator, change.path
+            change.pass,
+            change.mutator,
+            change.path()
         );
     }
 }

@@ -15,19 +15,12 @@
 //! switches to Gatekeeper's plain copy of each pass's start after
 //! [`REPLAYS`] of them.
 
-use std::collections::HashSet;
-
-use sartor_location::Node;
 use serde_json::Value;
 
-use crate::system::Change;
+use crate::system::{Change, Key, Step};
 
 /// Replays allowed before switching to a copy per pass.
 const REPLAYS: u8 = 2;
-
-/// Above this many changes in a pass, overlap is checked through a hash set
-/// rather than pair by pair.
-const PAIRWISE_LIMIT: usize = 32;
 
 /// The convergence check of one mutation.
 #[derive(Debug)]
@@ -101,40 +94,26 @@ impl<'a> Convergence<'a> {
 
 /// Whether some change of a pass may have undone another: two changes at the
 /// same place, or one inside the other. Conservative (a glob or exclusion left
-/// in a path counts as overlapping): a false "overlapping" costs a replay, a
+/// unpinned counts as overlapping): a false "overlapping" costs a replay, a
 /// false "disjoint" would be a bug.
 pub(crate) fn overlapping(changes: &[Change]) -> bool {
-    if changes
-        .iter()
-        .any(|change| change.path.has_glob() || change.path.uses_exclusion())
-    {
-        return true;
+    let mut paths: Vec<Vec<Step<'_>>> = Vec::with_capacity(changes.len());
+    for change in changes {
+        let steps: Vec<Step<'_>> = change.steps().collect();
+        if steps
+            .iter()
+            .any(|step| matches!(step, Step::Element(_, Key::Open)))
+        {
+            return true;
+        }
+        paths.push(steps);
     }
-    if changes.len() <= PAIRWISE_LIMIT {
-        return changes.iter().enumerate().any(|(i, a)| {
-            changes
-                .iter()
-                .skip(i + 1)
-                .any(|b| nested(a.path.nodes(), b.path.nodes()))
-        });
-    }
-    let mut seen: HashSet<&[Node]> = HashSet::with_capacity(changes.len());
-    if !changes
-        .iter()
-        .all(|change| seen.insert(change.path.nodes()))
-    {
-        return true;
-    }
-    changes.iter().any(|change| {
-        let nodes = change.path.nodes();
-        (1..nodes.len()).any(|len| nodes.get(..len).is_some_and(|prefix| seen.contains(prefix)))
-    })
-}
-
-/// Whether one path is the other or inside it.
-fn nested(a: &[Node], b: &[Node]) -> bool {
-    let shared = a.len().min(b.len());
-    a.iter().zip(b).take(shared).all(|(x, y)| x == y)
+    // Sorted, every path that has another as a prefix (or equals it) comes
+    // right after it or after another such path: checking neighbours is enough.
+    paths.sort_unstable();
+    paths
+        .windows(2)
+        .any(|pair| matches!(pair, [a, b] if b.starts_with(a)))
 }
 
 #[cfg(test)]

@@ -14,10 +14,9 @@ use std::collections::BTreeMap;
 
 use json_patch::jsonptr::PointerBuf;
 use json_patch::{Patch, PatchOperation};
-use sartor_location::Node;
 use serde_json::Value;
 
-use crate::system::{Change, MUTATIONS_ANNOTATION};
+use crate::system::{Change, MUTATIONS_ANNOTATION, Step};
 
 /// The fields changes were made under, as a tree: a leaf is diffed whole.
 #[derive(Debug, Default)]
@@ -31,7 +30,7 @@ struct Touched<'a> {
 pub(crate) fn between(admitted: &Value, mutated: &Value, changes: &[Change]) -> Patch {
     let mut touched = Touched::default();
     for change in changes {
-        touched.insert(change.path.nodes());
+        touched.insert(change.steps());
     }
     // The mutations annotation is written without a change of its own.
     let annotated = mutated
@@ -50,15 +49,15 @@ pub(crate) fn between(admitted: &Value, mutated: &Value, changes: &[Change]) -> 
 // === impl Touched ===
 
 impl<'a> Touched<'a> {
-    fn insert(&mut self, nodes: &'a [Node]) {
+    fn insert(&mut self, steps: impl Iterator<Item = Step<'a>>) {
         let mut at = self;
-        for node in nodes {
+        for step in steps {
             if at.whole {
                 return;
             }
-            match node {
-                Node::Field(name) => at = at.fields.entry(name.as_str()).or_default(),
-                _ => break,
+            match step {
+                Step::Field(name) => at = at.fields.entry(name).or_default(),
+                Step::Element(..) => break,
             }
         }
         at.whole = true;
@@ -191,13 +190,10 @@ mod tests {
     use serde_json::json;
 
     fn changes(paths: &[&str]) -> Vec<Change> {
+        let id = std::sync::Arc::new(MutatorId::new(MutatorKind::Assign, "a"));
         paths
             .iter()
-            .map(|p| Change {
-                pass: 1,
-                mutator: MutatorId::new(MutatorKind::Assign, "a"),
-                path: Path::parse(p).unwrap(),
-            })
+            .map(|p| Change::new(1, id.clone(), Path::parse(p).unwrap().into(), Vec::new()))
             .collect()
     }
 

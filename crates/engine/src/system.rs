@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::sync::Arc;
 
-use sartor_location::Path;
+use sartor_location::{KeyValue, ListSelector, Node, Path};
 use serde_json::{Map, Value};
 
 use crate::condition::{ConditionConflict, may_write};
@@ -51,11 +51,25 @@ pub struct System {
     annotate: bool,
 }
 
-/// A mutator in the index of a kind, with the operations it applies on there.
+/// A mutator in the index of a kind, with the operations it applies on
+/// there, and its id and location shared with every change it makes.
 #[derive(Debug, Clone)]
 struct Candidate {
     operations: Operations,
     mutator: Arc<Mutator>,
+    id: Arc<MutatorId>,
+    location: Arc<Path>,
+}
+
+impl Candidate {
+    fn new(mutator: &Arc<Mutator>, operations: Operations) -> Candidate {
+        Candidate {
+            operations,
+            mutator: Arc::clone(mutator),
+            id: Arc::new(mutator.id().clone()),
+            location: Arc::new(mutator.location().clone()),
+        }
+    }
 }
 
 /// What one [`System::mutate`] did.
@@ -74,14 +88,40 @@ pub struct Mutation {
 }
 
 /// One mutator changing one place of the object.
+///
+/// It shares the mutator's id and location and keeps only the keys of the
+/// elements its globs and exclusions visited: [`Change::path`] builds the
+/// concrete path when a trace is wanted.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Change {
     /// The pass, from 1.
     pub pass: usize,
     /// The mutator.
-    pub mutator: MutatorId,
-    /// Where: its location, with globs and exclusions pinned to the element changed.
-    pub path: Path,
+    pub mutator: Arc<MutatorId>,
+    location: Arc<Path>,
+    /// For each glob or exclusion of `location`, in order, the key of the
+    /// element changed (the selector itself for an element without a string
+    /// or integer key).
+    keys: Vec<KeyValue>,
+}
+
+/// One step of a change's concrete path, borrowed: what overlap checks and
+/// the patch compare.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Step<'a> {
+    /// An object field.
+    Field(&'a str),
+    /// A list element, by key field and key.
+    Element(&'a str, Key<'a>),
+}
+
+/// A list element's key in a [`Step`]; `Open` for a glob or exclusion left
+/// unpinned (an element without a usable key).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Key<'a> {
+    Integer(i64),
+    String(&'a str),
+    Open,
 }
 
 /// Why an object could not be mutated; names the object.
@@ -191,10 +231,7 @@ impl System {
         };
         match mutator.applies() {
             Applies::Everything => {
-                let candidate = Candidate {
-                    operations: Operations::ALL,
-                    mutator: Arc::clone(&mutator),
-                };
+                let candidate = Candidate::new(&mutator, Operations::ALL);
                 for index in self.by_gvk.values_mut() {
                     index.insert(id.clone(), candidate.clone());
                 }
@@ -202,10 +239,7 @@ impl System {
             }
             Applies::Kinds(kinds) => {
                 for (gvk, operations) in kinds {
-                    let candidate = Candidate {
-                        operations: *operations,
-                        mutator: Arc::clone(&mutator),
-                    };
+                    let candidate = Candidate::new(&mutator, *operations);
                     self.by_gvk
                         .entry(gvk.clone())
                         .or_insert_with(|| self.everywhere.clone())
@@ -391,7 +425,7 @@ impl System {
             return Ok(mutation);
         }
         let namespace_object = match admission.namespace {
-            Some(name) if candidates.iter().any(|m| m.needs_namespace()) => {
+            Some(name) if candidates.iter().any(|c| c.mutator.needs_namespace()) => {
                 admission.namespaces.namespace(name)
             }
             _ => None,
@@ -417,7 +451,8 @@ impl System {
         for pass in 1..=max_passes {
             mutation.passes = pass;
             let first_change = mutation.changes.len();
-            for (mutator, matched) in candidates.iter().zip(matched.iter_mut()) {
+            for (candidate, matched) in candidates.iter().zip(matched.iter_mut()) {
+                let mutator = &candidate.mutator;
                 let matches = match *matched {
                     Some(matches) => matches,
                     None => {
@@ -437,8 +472,9 @@ impl System {
                 for changed in walked.changed {
                     mutation.changes.push(Change {
                         pass,
-                        mutator: mutator.id().clone(),
-                        path: changed.path(mutator.location(), target),
+                        mutator: Arc::clone(&candidate.id),
+                        location: Arc::clone(&candidate.location),
+                        keys: changed.keys(&candidate.location, target),
                     });
                 }
             }
@@ -470,13 +506,14 @@ impl System {
         let last = mutation.passes;
         let mut changing: Vec<(MutatorId, Vec<Path>)> = Vec::new();
         for change in mutation.changes.iter().filter(|c| c.pass == last) {
-            match changing.iter_mut().find(|(id, _)| *id == change.mutator) {
+            let path = change.path();
+            match changing.iter_mut().find(|(id, _)| *id == *change.mutator) {
                 Some((_, paths)) => {
-                    if !paths.contains(&change.path) {
-                        paths.push(change.path.clone());
+                    if !paths.contains(&path) {
+                        paths.push(path);
                     }
                 }
-                None => changing.push((change.mutator.clone(), vec![change.path.clone()])),
+                None => changing.push(((*change.mutator).clone(), vec![path])),
             }
         }
         Err(fail(
@@ -504,7 +541,7 @@ impl System {
 
     /// The mutators that may apply to `gvk` on `operation`, in order,
     /// conflicting ones left out.
-    fn candidates(&self, gvk: &Gvk, operation: Operation) -> Vec<&Arc<Mutator>> {
+    fn candidates(&self, gvk: &Gvk, operation: Operation) -> Vec<&Candidate> {
         let index = self.by_gvk.get(gvk).unwrap_or(&self.everywhere);
         index
             .iter()
@@ -512,7 +549,7 @@ impl System {
                 candidate.operations.contains(operation)
                     && (self.conflicted.is_empty() || !self.conflicted.contains(*id))
             })
-            .map(|(_, candidate)| &candidate.mutator)
+            .map(|(_, candidate)| candidate)
             .collect()
     }
 
@@ -556,7 +593,7 @@ impl System {
 
 /// The mutators one mutation runs, with what they match against.
 struct Run<'a> {
-    candidates: &'a [&'a Arc<Mutator>],
+    candidates: &'a [&'a Candidate],
     gvk: &'a Gvk,
     request: &'a Request<'a>,
 }
@@ -598,9 +635,9 @@ impl Run<'_> {
     /// a later pass started from (mutation is deterministic).
     fn replay(&self, object: &mut Value, passes: usize) -> Result<(), MutateError> {
         for _ in 0..passes {
-            for mutator in self.candidates {
-                if self.matches(mutator, object)? {
-                    self.apply(mutator, object)?;
+            for candidate in self.candidates {
+                if self.matches(&candidate.mutator, object)? {
+                    self.apply(&candidate.mutator, object)?;
                 }
             }
         }
@@ -636,9 +673,72 @@ fn fail(object: &Value, gvk: &Gvk, request: &Request<'_>, reason: Failure) -> Mu
 // === impl Change ===
 
 impl Change {
+    /// A change at `location`, its globs and exclusions pinned to `keys`.
+    pub fn new(
+        pass: usize,
+        mutator: Arc<MutatorId>,
+        location: Arc<Path>,
+        keys: Vec<KeyValue>,
+    ) -> Change {
+        Change {
+            pass,
+            mutator,
+            location,
+            keys,
+        }
+    }
+
+    /// Where: the mutator's location, each glob and exclusion pinned to the
+    /// element changed.
+    pub fn path(&self) -> Path {
+        let mut keys = self.keys.iter();
+        let nodes: Vec<Node> = self
+            .location
+            .nodes()
+            .iter()
+            .map(|node| match node {
+                Node::List(selector) if !selector.key_value.is_concrete() => {
+                    Node::List(ListSelector {
+                        key_field: selector.key_field.clone(),
+                        key_value: keys
+                            .next()
+                            .cloned()
+                            .unwrap_or_else(|| selector.key_value.clone()),
+                    })
+                }
+                node => node.clone(),
+            })
+            .collect();
+        // The nodes have the location's shape, so this cannot fail.
+        Path::from_nodes(nodes).unwrap_or_else(|_| (*self.location).clone())
+    }
+
+    /// The concrete path, step by step, without building it.
+    pub(crate) fn steps(&self) -> impl Iterator<Item = Step<'_>> {
+        let mut keys = self.keys.iter();
+        self.location.nodes().iter().map(move |node| match node {
+            Node::Field(name) => Step::Field(name),
+            Node::List(selector) => {
+                let key = if selector.key_value.is_concrete() {
+                    &selector.key_value
+                } else {
+                    keys.next().unwrap_or(&selector.key_value)
+                };
+                Step::Element(
+                    &selector.key_field,
+                    match key {
+                        KeyValue::String(s) => Key::String(s),
+                        KeyValue::Integer(n) => Key::Integer(*n),
+                        _ => Key::Open,
+                    },
+                )
+            }
+        })
+    }
+
     /// Whether it changed the object's `metadata`, which `match` reads.
     fn in_metadata(&self) -> bool {
-        matches!(self.path.nodes().first(), Some(sartor_location::Node::Field(name)) if name == "metadata")
+        matches!(self.location.nodes().first(), Some(Node::Field(name)) if name == "metadata")
     }
 }
 
@@ -660,7 +760,7 @@ impl Mutation {
     pub fn applied(&self) -> Vec<&MutatorId> {
         let mut applied: Vec<&MutatorId> = Vec::new();
         for change in &self.changes {
-            if !applied.contains(&&change.mutator) {
+            if !applied.iter().any(|id| **id == *change.mutator) {
                 applied.push(&change.mutator);
             }
         }

@@ -216,6 +216,47 @@ impl Changed {
     }
 }
 
+impl Changed {
+    /// The key of each element visited for a glob or exclusion of
+    /// `location`, in order, read from `object` (the object after the walk);
+    /// the selector itself for an element without a string or integer key.
+    /// What [`Changed::path`] pins, without building the path.
+    pub fn keys(&self, location: &Path, object: &Value) -> Vec<KeyValue> {
+        if self.elements.is_empty() {
+            return Vec::new();
+        }
+        let mut elements = self.elements.iter();
+        let mut current = Some(object);
+        let mut keys = Vec::with_capacity(self.elements.len());
+        for node in location.nodes() {
+            match node {
+                Node::Field(name) => current = current.and_then(|v| v.get(name)),
+                Node::List(selector) if !selector.key_value.is_concrete() => {
+                    let element = elements
+                        .next()
+                        .and_then(|i| current.and_then(|v| v.get(*i)));
+                    keys.push(match element.and_then(|e| e.get(&selector.key_field)) {
+                        Some(Value::String(s)) => KeyValue::String(s.clone()),
+                        Some(Value::Number(n)) => match n.as_i64() {
+                            Some(n) => KeyValue::Integer(n),
+                            None => selector.key_value.clone(),
+                        },
+                        _ => selector.key_value.clone(),
+                    });
+                    current = element;
+                }
+                Node::List(selector) => {
+                    current = current.and_then(|v| {
+                        v.as_array()
+                            .and_then(|list| list.iter().find(|e| key_matches(e, selector)))
+                    });
+                }
+            }
+        }
+        keys
+    }
+}
+
 /// Walks `location` through `object`, honouring `tests`, and lets `setter`
 /// change the value at its end.
 ///

@@ -419,7 +419,7 @@ impl Webhook {
                 let confined = with_ephemeral_containers_of(object, &mutated, &added);
                 mutation
                     .changes
-                    .retain(|change| inside_added_container(&change.path, &added));
+                    .retain(|change| inside_added_container(&change.path(), &added));
                 json_patch::diff(object, &confined)
             }
         };

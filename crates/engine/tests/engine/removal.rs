@@ -43,7 +43,7 @@ fn a_field_is_removed_wherever_the_location_reaches_and_nothing_is_created() {
     let paths: Vec<String> = mutation
         .changes
         .iter()
-        .map(|c| c.path.to_string())
+        .map(|c| c.path().to_string())
         .collect();
     assert_eq!(
         paths,
@@ -191,7 +191,7 @@ fn list_elements_are_removed_by_key_glob_or_exclusion() {
     let paths: Vec<String> = mutation
         .changes
         .iter()
-        .map(|c| c.path.to_string())
+        .map(|c| c.path().to_string())
         .collect();
     assert_eq!(paths, ["spec.containers[name: proxy]"]);
     let (again, mutation) = mutate(&system_one, &out, &request).unwrap();
