@@ -11,6 +11,18 @@ use serde_json::{Map, Value, json};
 
 use common::{apply_to, mutator};
 
+/// With `SARTOR_BENCH_DUMP=dir`, writes what sartor makes of a shape to
+/// `dir/name.json`, so `benches/gatekeeper/compare.sh` can check that
+/// Gatekeeper, driven with the same shape, ends with the same object.
+fn dump(name: &str, system: &System, object: &Value, request: &Request<'_>) {
+    if let Some(dir) = std::env::var_os("SARTOR_BENCH_DUMP") {
+        let mut object = object.clone();
+        system.mutate(&mut object, request).unwrap();
+        let path = std::path::Path::new(&dir).join(format!("{name}.json"));
+        std::fs::write(path, serde_json::to_vec(&object).unwrap()).unwrap();
+    }
+}
+
 fn three_container_pod() -> Value {
     let container = |name: &str, image: &str| {
         json!({"name": name, "image": image, "ports": [{"containerPort": 8080}],
@@ -110,6 +122,7 @@ fn pod_through_many(c: &mut Criterion) {
         }
         let pod = three_container_pod();
         let request = Request::create(Some("shop"));
+        dump(&format!("pod-{total}"), &system, &pod, &request);
         group.bench_function(BenchmarkId::from_parameter(total), |b| {
             b.iter_batched_ref(
                 || pod.clone(),
@@ -142,6 +155,7 @@ fn configmap_through_many(c: &mut Criterion) {
             ));
         }
         let request = Request::create(Some("shop"));
+        dump(&format!("configmap-{n}"), &system, &configmap, &request);
         group.bench_function(BenchmarkId::from_parameter(n), |b| {
             b.iter_batched_ref(
                 || configmap.clone(),
