@@ -27,12 +27,16 @@
 # Then, ROUNDS times, for each group of shapes: the Go benchmarks of the group,
 # then sartor's criterion group, so both see the same machine load. Reported:
 # per shape, the median over rounds of sartor's criterion median, the median
-# over rounds x GO_COUNT of Go's ns/op, their ratio (Gatekeeper / sartor, so
-# "3.0x" means sartor takes a third of the time), and the lowest and highest
-# per-round ratio. Go runs with its default GOMAXPROCS (its garbage collector
-# may use the other core); sartor's benches are single-threaded.
+# over rounds x GO_COUNT of Go's ns/op, the median of the per-round ratios
+# (Gatekeeper / sartor, each from the two runs of one round, so "3.0x" means
+# sartor took a third of the time), and the lowest and highest per-round
+# ratio. Go runs with its default GOMAXPROCS, all cores (its garbage collector
+# works beside the benchmark when a core is free; GOMAXPROCS=1 in the
+# environment pins it to one); sartor's benches are single-threaded.
 #
 # Usage: crates/engine/benches/gatekeeper/compare.sh [micro|scale|all]
+#        OUT=dir crates/engine/benches/gatekeeper/compare.sh table
+#          (the table again from a finished run's raw outputs in dir)
 #   env: ROUNDS (3), GO_BENCHTIME (300ms), GO_COUNT (2),
 #        CRITERION_ARGS ("--warm-up-time 1 --measurement-time 2"),
 #        OUT (a new temporary directory: raw outputs and table.md)
@@ -43,6 +47,10 @@
 set -euo pipefail
 
 what=${1:-all}
+if [[ $what == table && -z ${OUT:-} ]]; then
+  echo "table: set OUT to a finished run's directory" >&2
+  exit 2
+fi
 ROUNDS=${ROUNDS:-3}
 GO_BENCHTIME=${GO_BENCHTIME:-300ms}
 GO_COUNT=${GO_COUNT:-2}
@@ -54,6 +62,7 @@ export GOFLAGS="${GOFLAGS:-} -modcacherw -buildvcs=false"
 gk=github.com/open-policy-agent/gatekeeper/v3/pkg/mutation
 echo "raw outputs in $OUT" >&2
 
+if [[ $what != table ]]; then
 # --- build ------------------------------------------------------------------
 echo "building Gatekeeper's benchmark binaries..." >&2
 (
@@ -152,6 +161,7 @@ for round in $(seq 1 "$ROUNDS"); do
   done
 done
 echo "timed rounds took $(($(date +%s) - start)) s" >&2
+fi
 
 # --- table ------------------------------------------------------------------
 python3 - "$OUT" <<'EOF' | tee "$OUT/table.md"
@@ -213,6 +223,6 @@ for label, sid, gid in rows:
     s_med = statistics.median(s.values())
     g_med = statistics.median(v for vs in g.values() for v in vs)
     per_round = [statistics.median(g[r]) / s[r] for r in s if r in g]
-    print(f"| {label} | {fmt(s_med)} | {fmt(g_med)} | {g_med / s_med:.1f}x | "
+    print(f"| {label} | {fmt(s_med)} | {fmt(g_med)} | {statistics.median(per_round):.1f}x | "
           f"{min(per_round):.1f}x – {max(per_round):.1f}x |")
 EOF
