@@ -1,6 +1,7 @@
-//! Gatekeeper's own benchmark shapes (pkg/mutation/*_benchmark_test.go), so
-//! sartor's figures sit beside its published ones. Single-threaded.
-//! Run: `cargo bench -p sartor-engine --bench gatekeeper`.
+//! Gatekeeper's own benchmark shapes (pkg/mutation/*_benchmark_test.go),
+//! rebuilt row by row so the two can be compared. Single-threaded.
+//! Run: `cargo bench -p sartor-engine --bench gatekeeper`; beside Gatekeeper
+//! itself on the same machine: `benches/gatekeeper/compare.sh`.
 
 #![allow(clippy::panic, clippy::unwrap_used, clippy::indexing_slicing)]
 
