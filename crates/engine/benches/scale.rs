@@ -11,6 +11,18 @@ use serde_json::{Map, Value, json};
 
 use common::{apply_to, mutator};
 
+/// With `SARTOR_BENCH_DUMP=dir`, writes what sartor makes of a shape to
+/// `dir/name.json`, so `benches/gatekeeper/compare.sh` can check that
+/// Gatekeeper, driven with the same shape, ends with the same object.
+fn dump(name: &str, system: &System, admission: &Admission<'_>) {
+    if let Some(dir) = std::env::var_os("SARTOR_BENCH_DUMP") {
+        let mutation = system.mutate(admission).unwrap();
+        let object = mutation.object_or(admission.object);
+        let path = std::path::Path::new(&dir).join(format!("{name}.json"));
+        std::fs::write(path, serde_json::to_vec(object).unwrap()).unwrap();
+    }
+}
+
 fn three_container_pod() -> Value {
     let container = |name: &str, image: &str| {
         json!({"name": name, "image": image, "ports": [{"containerPort": 8080}],
@@ -110,6 +122,7 @@ fn pod_through_many(c: &mut Criterion) {
         }
         let pod = three_container_pod();
         let admission = Admission::new(&pod);
+        dump(&format!("pod-{total}"), &system, &admission);
         group.bench_function(BenchmarkId::from_parameter(total), |b| {
             b.iter(|| system.mutate(&admission).unwrap())
         });
@@ -138,6 +151,7 @@ fn configmap_through_many(c: &mut Criterion) {
             ));
         }
         let admission = Admission::new(&configmap);
+        dump(&format!("configmap-{n}"), &system, &admission);
         group.bench_function(BenchmarkId::from_parameter(n), |b| {
             b.iter(|| system.mutate(&admission).unwrap())
         });

@@ -76,6 +76,23 @@ impl<'a> Image<'a> {
     }
 }
 
+impl Image<'_> {
+    /// The parts joined again, as [`fmt::Display`] writes them, without the
+    /// formatting machinery.
+    fn join(&self) -> String {
+        let slash = usize::from(!self.domain.is_empty());
+        let mut joined =
+            String::with_capacity(self.domain.len() + slash + self.path.len() + self.tag.len());
+        if slash == 1 {
+            joined.push_str(self.domain);
+            joined.push('/');
+        }
+        joined.push_str(self.path);
+        joined.push_str(self.tag);
+        joined
+    }
+}
+
 impl fmt::Display for Image<'_> {
     /// Joins the parts again: `domain/` if there is a domain, then path and tag.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -95,13 +112,16 @@ fn split_domain(name: &str) -> (&str, &str) {
     }
 }
 
+// The separators are ASCII, and no byte of a multi-byte UTF-8 character is,
+// so scanning bytes finds the same places as scanning characters, faster.
+
 fn looks_like_domain(prefix: &str) -> bool {
-    prefix.contains(['.', ':']) || prefix == "localhost"
+    prefix.bytes().any(|b| b == b'.' || b == b':') || prefix == "localhost"
 }
 
 /// Gatekeeper's `splitTag`: the tag starts at the first `:` or `@`.
 fn split_tag(remainder: &str) -> (&str, &str) {
-    match remainder.find([':', '@']) {
+    match remainder.bytes().position(|b| b == b':' || b == b'@') {
         Some(at) => remainder.split_at(at),
         None => (remainder, ""),
     }
@@ -160,13 +180,34 @@ impl ImageParts {
     /// changes nothing. Real image tags never contain `/`.
     #[must_use]
     pub fn apply(&self, current: &str) -> String {
+        self.assigned(Image::parse(current)).join()
+    }
+
+    /// [`apply`](Self::apply) in place: whether `current` changed. Allocates
+    /// only when it does: when every part comes out as it was, joining them
+    /// gives `current` back (parsing loses nothing), so there is nothing to
+    /// build. This is the case of a mutator re-applied to what it made.
+    pub fn apply_in_place(&self, current: &mut String) -> bool {
         let old = Image::parse(current);
+        let new = self.assigned(old.clone());
+        if new == old {
+            return false;
+        }
+        let image = new.join();
+        if image == *current {
+            return false;
+        }
+        *current = image;
+        true
+    }
+
+    /// `old` with the parts that are set replaced.
+    fn assigned<'a>(&'a self, old: Image<'a>) -> Image<'a> {
         Image {
             domain: set_or(&self.domain, old.domain),
             path: set_or(&self.path, old.path),
             tag: set_or(&self.tag, old.tag),
         }
-        .to_string()
     }
 }
 
@@ -1055,6 +1096,20 @@ mod tests {
                     prop_assert_eq!(image.path, path);
                 }
             }
+        }
+
+        #[test]
+        fn apply_in_place_is_apply(parts in any_parts(), current in any_current()) {
+            let want = parts.apply(&current);
+            let mut image = current.clone();
+            let changed = parts.apply_in_place(&mut image);
+            prop_assert_eq!(&image, &want);
+            prop_assert_eq!(changed, want != current);
+            // Re-applied to its own result: mostly the unchanged case.
+            let twice = parts.apply(&want);
+            let changed = parts.apply_in_place(&mut image);
+            prop_assert_eq!(&image, &twice);
+            prop_assert_eq!(changed, twice != want);
         }
     }
 }

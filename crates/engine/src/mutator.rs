@@ -567,6 +567,16 @@ impl Mutator {
             | Action::AssignMetadata(assign::Source::Remove) => {
                 walk::mutate(&self.location, &self.tests, &assign::RemoveSetter, object)
             }
+            // A constant, the common case, straight to the walk: going
+            // through `Source::value`'s `Cow` made a small re-application
+            // half again as slow (the returned Cow is read back through memory).
+            Action::Assign(assign::Source::Value(value))
+            | Action::AssignMetadata(assign::Source::Value(value)) => walk::mutate(
+                &self.location,
+                &self.tests,
+                &assign::AssignSetter(value),
+                object,
+            ),
             Action::Assign(source) | Action::AssignMetadata(source) => {
                 // No value (a Namespace without the label, and no default):
                 // nothing to do.

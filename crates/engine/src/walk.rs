@@ -19,7 +19,7 @@
 use std::fmt;
 
 use sartor_api::json_type as kind_of;
-use sartor_location::{KeyValue, ListSelector, Literal, Node, Path, PathTests};
+use sartor_location::{Condition, KeyValue, ListSelector, Literal, Node, Path, PathTests};
 use serde_json::{Map, Value};
 
 /// How one mutator kind changes the value at the end of its location.
@@ -324,13 +324,21 @@ impl Walk<'_> {
                         found: kind_of(current),
                     });
                 };
-                let exists = map.contains_key(name);
-                if (exists && !self.tests.exists_ok(depth))
-                    || (!exists && !self.tests.missing_ok(depth))
-                {
-                    return Ok(false);
-                }
+                // Each lookup costs a search of the map with a string compare
+                // per key visited, so the key is looked up once per field
+                // (twice when a pathTest names the last one): most of a deep
+                // walk's time is these searches.
                 if last {
+                    if let Some(condition) = self.tests.condition_at(depth) {
+                        let exists = map.contains_key(name);
+                        let stop = match condition {
+                            Condition::MustExist => !exists,
+                            Condition::MustNotExist => exists,
+                        };
+                        if stop {
+                            return Ok(false);
+                        }
+                    }
                     let change =
                         self.setter
                             .set_value(map, name)
@@ -344,7 +352,13 @@ impl Walk<'_> {
                     return Ok(true);
                 }
                 if let Some(next) = map.get_mut(name) {
+                    if !self.tests.exists_ok(depth) {
+                        return Ok(false);
+                    }
                     return self.step(next, depth + 1, frame, changed);
+                }
+                if !self.tests.missing_ok(depth) {
+                    return Ok(false);
                 }
                 let mut next = self.missing(depth);
                 let before = changed.len();

@@ -42,14 +42,7 @@ impl Setter for ImageSetter {
                 object.insert(key.to_string(), Value::String(self.0.apply("")));
                 Ok(true)
             }
-            Some(Value::String(current)) => {
-                let image = self.0.apply(current);
-                if image == *current {
-                    return Ok(false);
-                }
-                *current = image;
-                Ok(true)
-            }
+            Some(Value::String(current)) => Ok(self.0.apply_in_place(current)),
             Some(other) => Err(SetError::Unexpected {
                 expected: "a string",
                 found: json_type(other),

@@ -1,0 +1,5 @@
+// Package shapes drives Gatekeeper's mutation library (pinned in go.mod) with
+// the shapes of sartor's crates/engine/benches/scale.rs and gatekeeper.rs,
+// the way Gatekeeper's mutating webhook calls it. It holds benchmarks and
+// their fixtures only; nothing here ships. Run through ../../compare.sh.
+package shapes
