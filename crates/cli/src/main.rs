@@ -54,6 +54,12 @@ pub enum Outcome {
     InvalidInput,
 }
 
+/// mimalloc: fewer instructions per allocation than glibc's malloc on the
+/// admission path, which allocates and frees a JSON tree per request.
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {

@@ -7,6 +7,12 @@ OUT_DIR/heavy/100.yaml      100 mutators, 70 of them change the Pod (about 230 c
 OUT_DIR/typical/100.yaml    100 mutators across kinds, 11 of them change the Pod
 OUT_DIR/empty/              no mutators (the floor)
 OUT_DIR/review.json         an AdmissionReview v1 CREATE of a 3-container Pod
+
+    python3 make-load.py OUT_DIR N...
+
+also writes OUT_DIR/scaled-N/ for each N (a multiple of 100): the typical set,
+then copies of it renamed and aimed at 100 other kinds (example.com Widgets),
+so the Pod meets the same 11 mutators whatever N is (for memory figures).
 """
 import json
 import pathlib
@@ -194,3 +200,26 @@ review = {
 }
 with open(out / "review.json", "w") as f:
     json.dump(review, f)
+
+
+def aimed_elsewhere(mutator, copy):
+    """`mutator` renamed for copy `copy`, applying to a Widget kind instead."""
+    m = json.loads(json.dumps(mutator))
+    m["metadata"]["name"] += f"-c{copy}"
+    widget = [{"groups": ["example.com"], "versions": ["v1"], "kinds": [f"Widget{copy % 100}"]}]
+    if "applyTo" in m["spec"]:
+        m["spec"]["applyTo"] = widget
+    else:  # AssignMetadata: every kind, narrowed by match.kinds
+        m["spec"].setdefault("match", {})["kinds"] = [
+            {"apiGroups": ["example.com"], "kinds": [f"Widget{copy % 100}"]}]
+    return m
+
+
+for n in map(int, sys.argv[2:]):
+    assert n % 100 == 0, "N must be a multiple of 100"
+    scaled = out / f"scaled-{n}"
+    scaled.mkdir(parents=True, exist_ok=True)
+    for copy in range(n // 100):
+        batch = typical if copy == 0 else [aimed_elsewhere(m, copy) for m in typical]
+        with open(scaled / f"{copy:03}.yaml", "w") as f:
+            f.write("\n---\n".join(json.dumps(m) for m in batch) + "\n")

@@ -6,29 +6,58 @@
 # Runs the same server on 127.0.0.1 three times: with no mutators (the floor:
 # TLS, HTTP, JSON parse, skip rules, encode) and with each set of 100 mutators
 # from make-load.py (typical: 11 of them change the Pod; heavy: 66 do), each
-# time POSTing the same realistic Pod AdmissionReview.
+# time POSTing the same realistic Pod AdmissionReview, and prints a table:
+# requests/s, the share of the floor's, p50 and p99.
+#
+# BINS="before=/path/to/sartor after=/other/sartor" compares binaries in one
+# run (each set runs once per binary, in turn; each binary's floor is its own);
+# by default the binary is built from this checkout. ROUNDS=N repeats the
+# whole cycle N times (default 1).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../../.." && pwd)
 duration=${1:-20s}
 connections=${2:-16}
 cd "$root"
-cargo build --release -q -p sartor
-bin=${CARGO_TARGET_DIR:-$root/target}/release/sartor
+if [ -z "${BINS:-}" ]; then
+    cargo build --release -q -p sartor
+    BINS="sartor=${CARGO_TARGET_DIR:-$root/target}/release/sartor"
+fi
 work=$(mktemp -d)
+server=
 trap 'kill $server 2>/dev/null || true; rm -rf "$work"' EXIT
 python3 "$here/make-load.py" "$work"
-for set in ${SETS:-empty typical heavy}; do
-    "$bin" serve --mutators "$work/$set" --self-signed --cert-dir "$work/certs" \
-        --addr 127.0.0.1:18443 --metrics-addr 127.0.0.1:18888 --log-format json \
-        2>"$work/$set.log" &
-    server=$!
-    until curl -sf http://127.0.0.1:18888/readyz >/dev/null; do sleep 0.1; done
-    echo "== $set: $(curl -s --cacert "$work/certs/ca.crt" https://localhost:18443/v1/mutate \
-        --data-binary @"$work/review.json" | head -c 160)..."
-    REVIEW="$work/review.json" wrk -t1 -c"$connections" -d"$duration" --latency \
-        -s "$here/post.lua" https://127.0.0.1:18443/v1/mutate
-    curl -s http://127.0.0.1:18888/metrics | grep '^sartor_admission_requests_total'
-    kill -TERM $server
-    wait $server
+rounds=${ROUNDS:-1}
+round=1
+while [ "$round" -le "$rounds" ]; do
+    for set in ${SETS:-empty typical heavy}; do
+        for named in $BINS; do
+            name=${named%%=*}
+            bin=${named#*=}
+            "$bin" serve --mutators "$work/$set" --self-signed --cert-dir "$work/certs" \
+                --addr 127.0.0.1:18443 --metrics-addr 127.0.0.1:18888 --log-format json \
+                2>"$work/$set.log" &
+            server=$!
+            until curl -sf http://127.0.0.1:18888/readyz >/dev/null; do sleep 0.1; done
+            echo "== round $round, $set, $name: $(curl -s --cacert "$work/certs/ca.crt" \
+                https://localhost:18443/v1/mutate --data-binary @"$work/review.json" | head -c 120)..."
+            REVIEW="$work/review.json" wrk -t1 -c"$connections" -d"$duration" --latency \
+                -s "$here/post.lua" https://127.0.0.1:18443/v1/mutate | tee "$work/wrk.out"
+            curl -s http://127.0.0.1:18888/metrics | grep '^sartor_admission_requests_total'
+            rps=$(awk '/^Requests\/sec/ {print $2}' "$work/wrk.out")
+            p50=$(awk '$1 == "50%" {print $2}' "$work/wrk.out")
+            p99=$(awk '$1 == "99%" {print $2}' "$work/wrk.out")
+            echo "$round $set $name $rps $p50 $p99" >>"$work/results"
+            kill -TERM $server
+            wait $server || true
+            server=
+        done
+    done
+    round=$((round + 1))
 done
+echo
+echo "| round | binary | mutators | requests/s | vs its floor | p50 | p99 |"
+echo "|---|---|---|---:|---:|---:|---:|"
+awk '$2 == "empty" {floor[$1 " " $3] = $4}
+     {printf "| %s | %s | %s | %.0f | %.0f%% | %s | %s |\n", $1, $3, $2, $4,
+             100 * $4 / floor[$1 " " $3], $5, $6}' "$work/results"
