@@ -7,7 +7,7 @@ use clap::Args;
 use sartor_api::MutatorKind;
 use sartor_api::crd::{crd_file_name, crd_yaml};
 
-use crate::Outcome;
+use crate::Exit;
 
 /// Print the CRDs of sartor's four mutator kinds (mutations.sartor.dev/v1),
 /// generated from the types this binary was built with.
@@ -27,7 +27,7 @@ pub struct CrdsArgs {
 ///
 /// # Errors
 /// A file that cannot be written, naming it.
-pub fn run(args: &CrdsArgs) -> anyhow::Result<Outcome> {
+pub fn run(args: &CrdsArgs) -> anyhow::Result<Exit> {
     let mut stream = String::new();
     for kind in MutatorKind::ALL {
         let yaml = crd_yaml(kind).with_context(|| format!("generating the {kind} CRD"))?;
@@ -48,5 +48,5 @@ pub fn run(args: &CrdsArgs) -> anyhow::Result<Outcome> {
         }
     }
     print!("{stream}");
-    Ok(Outcome::Ok)
+    Ok(Exit::Ok)
 }

@@ -8,7 +8,7 @@ use sartor_api::Input;
 use sartor_engine::analysis::{Rule, Severity};
 
 use crate::load::Category;
-use crate::{Outcome, load};
+use crate::{Exit, load};
 
 /// Check mutators: every one must compile, no two may conflict, and the
 /// set is analysed for what can be proven without an object.
@@ -73,7 +73,7 @@ enum LintFormat {
 ///
 /// # Errors
 /// Only when JSON output cannot be serialized.
-pub fn run(args: &LintArgs) -> anyhow::Result<Outcome> {
+pub fn run(args: &LintArgs) -> anyhow::Result<Exit> {
     let inputs: Vec<Input> = args.paths.iter().map(|p| Input::from_arg(p)).collect();
     let repository = load::repository(&args.mutators, &inputs);
     let system = &repository.system;
@@ -133,8 +133,8 @@ pub fn run(args: &LintArgs) -> anyhow::Result<Outcome> {
         }
     }
     Ok(if errors > 0 || (args.strict && warnings > 0) {
-        Outcome::InvalidInput
+        Exit::InvalidInput
     } else {
-        Outcome::Ok
+        Exit::Ok
     })
 }

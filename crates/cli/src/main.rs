@@ -42,7 +42,7 @@ enum Command {
 
 /// How a command ended, mapped to the exit code other tools rely on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
+pub enum Exit {
     /// Everything worked.
     Ok,
     /// At least one mutation failed (for example, it did not converge).
@@ -70,9 +70,9 @@ fn main() -> ExitCode {
         Command::Crds(args) => crds::run(&args),
     };
     match outcome {
-        Ok(Outcome::Ok) => ExitCode::SUCCESS,
-        Ok(Outcome::MutationFailed | Outcome::Changed) => ExitCode::from(1),
-        Ok(Outcome::InvalidInput) => ExitCode::from(2),
+        Ok(Exit::Ok) => ExitCode::SUCCESS,
+        Ok(Exit::MutationFailed | Exit::Changed) => ExitCode::from(1),
+        Ok(Exit::InvalidInput) => ExitCode::from(2),
         Err(error) => {
             eprintln!("error: {error:#}");
             ExitCode::from(2)

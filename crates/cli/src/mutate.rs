@@ -13,7 +13,7 @@ use sartor_engine::{
 };
 use serde_json::{Value, json};
 
-use crate::Outcome;
+use crate::Exit;
 use crate::load::{self, namespace_name};
 
 /// Apply mutators to Kubernetes objects and print the results.
@@ -88,7 +88,7 @@ enum Format {
 ///
 /// # Errors
 /// Only for output that cannot be written or serialized.
-pub fn run(args: &MutateArgs) -> anyhow::Result<Outcome> {
+pub fn run(args: &MutateArgs) -> anyhow::Result<Exit> {
     let inputs: Vec<Input> = if args.inputs.is_empty() {
         vec![Input::Stdin]
     } else {
@@ -107,21 +107,21 @@ pub fn run(args: &MutateArgs) -> anyhow::Result<Outcome> {
         invalid = true;
     }
     if invalid {
-        return Ok(Outcome::InvalidInput);
+        return Ok(Exit::InvalidInput);
     }
     if args.mutators.is_empty() && repository.found == 0 {
         eprintln!(
             "error: no mutators: give --mutators, or include mutator documents \
              (apiVersion mutations.sartor.dev/v1 or mutations.gatekeeper.sh/...) among the inputs"
         );
-        return Ok(Outcome::InvalidInput);
+        return Ok(Exit::InvalidInput);
     }
     let expander = if args.expand {
         match repository.expander(!args.no_builtin_templates) {
             Ok(expander) => Some(expander),
             Err(finding) => {
                 eprintln!("error: {finding}");
-                return Ok(Outcome::InvalidInput);
+                return Ok(Exit::InvalidInput);
             }
         }
     } else {
@@ -137,7 +137,7 @@ pub fn run(args: &MutateArgs) -> anyhow::Result<Outcome> {
         }
     }
     let operation = args.operation;
-    let mut outcome = Outcome::Ok;
+    let mut outcome = Exit::Ok;
     let mut printer = Printer::new(args);
     let mut identities: HashMap<String, String> = HashMap::new();
     for document in &documents {
@@ -155,8 +155,8 @@ pub fn run(args: &MutateArgs) -> anyhow::Result<Outcome> {
         }
         match mutate_one(&system, document, operation, &namespaces) {
             Ok((object, mutation)) => {
-                if args.exit_code && object != document.value && outcome == Outcome::Ok {
-                    outcome = Outcome::Changed;
+                if args.exit_code && object != document.value && outcome == Exit::Ok {
+                    outcome = Exit::Changed;
                 }
                 if args.explain {
                     let mut explanation = String::new();
@@ -198,13 +198,13 @@ pub fn run(args: &MutateArgs) -> anyhow::Result<Outcome> {
                     }
                     Err(message) => {
                         eprintln!("error: {message}");
-                        outcome = Outcome::MutationFailed;
+                        outcome = Exit::MutationFailed;
                     }
                 }
             }
             Err(message) => {
                 eprintln!("error: {message}");
-                outcome = Outcome::MutationFailed;
+                outcome = Exit::MutationFailed;
             }
         }
     }

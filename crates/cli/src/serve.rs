@@ -19,20 +19,20 @@ use anyhow::Context as _;
 use sartor_webhook::{Config, Limits, Server, TlsFiles, Webhook};
 
 pub use self::args::ServeArgs;
-use crate::Outcome;
+use crate::Exit;
 
 /// Runs `sartor serve` until SIGTERM or Ctrl-C.
 ///
 /// # Errors
 /// When the certificate, the Namespace files or the addresses are unusable.
-pub fn run(args: &ServeArgs) -> anyhow::Result<Outcome> {
+pub fn run(args: &ServeArgs) -> anyhow::Result<Exit> {
     logs::init(args.log_format);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("starting the async runtime")?;
     runtime.block_on(serve(args))?;
-    Ok(Outcome::Ok)
+    Ok(Exit::Ok)
 }
 
 async fn serve(args: &ServeArgs) -> anyhow::Result<()> {

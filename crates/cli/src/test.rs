@@ -34,7 +34,7 @@ use serde_json::Value;
 use crate::load::namespace_name;
 use crate::mutate::{colour, expand_one, mutate_one, yaml_diff};
 use crate::report::{CaseResult, SuiteResult};
-use crate::{Outcome, load, report};
+use crate::{Exit, load, report};
 
 /// Run mutator test suites (`*.sartor-test.yaml`).
 ///
@@ -110,14 +110,14 @@ const SUFFIX: &str = ".sartor-test.yaml";
 ///
 /// # Errors
 /// Only when a directory cannot be listed.
-pub fn run(args: &TestArgs) -> anyhow::Result<Outcome> {
+pub fn run(args: &TestArgs) -> anyhow::Result<Exit> {
     let mut suites = Vec::new();
     for path in &args.paths {
         find_suites(path, &mut suites)?;
     }
     if suites.is_empty() {
         eprintln!("error: no *{SUFFIX} files found");
-        return Ok(Outcome::InvalidInput);
+        return Ok(Exit::InvalidInput);
     }
     let mut results = Vec::with_capacity(suites.len());
     for suite in &suites {
@@ -136,7 +136,7 @@ pub fn run(args: &TestArgs) -> anyhow::Result<Outcome> {
         && tally.invalid == 0
     {
         eprintln!("error: no case name contains {pattern:?}");
-        return Ok(Outcome::InvalidInput);
+        return Ok(Exit::InvalidInput);
     }
     match args.format {
         Format::Text => println!(
@@ -158,11 +158,11 @@ pub fn run(args: &TestArgs) -> anyhow::Result<Outcome> {
         Format::Json => println!("{}", serde_json::to_string_pretty(&report::json(&results))?),
     }
     Ok(if tally.invalid > 0 {
-        Outcome::InvalidInput
+        Exit::InvalidInput
     } else if tally.failed > 0 {
-        Outcome::MutationFailed
+        Exit::MutationFailed
     } else {
-        Outcome::Ok
+        Exit::Ok
     })
 }
 

@@ -105,8 +105,8 @@ pub(crate) enum Effect<'a> {
 /// The kind-specific part of a compiled mutator.
 #[derive(Debug, Clone, PartialEq)]
 enum Action {
-    Assign(assign::Source),
-    AssignMetadata(assign::Source),
+    Assign(assign::ValueSource),
+    AssignMetadata(assign::ValueSource),
     ModifySet(modify_set::SetSetter),
     AssignImage(assign_image::ImageSetter),
 }
@@ -485,6 +485,17 @@ impl Mutator {
         if !self.applies.allows(gvk, request.operation) {
             return Ok(false);
         }
+        self.matches_in_scope(object, gvk, request)
+    }
+
+    /// [`Mutator::matches`] for a mutator already known to apply to `gvk` on
+    /// the request's operation (a candidate of the system's index).
+    pub(crate) fn matches_in_scope(
+        &self,
+        object: &Value,
+        gvk: &Gvk,
+        request: &Request<'_>,
+    ) -> Result<bool, MatchError> {
         if !self.matcher.matches(object, gvk, request)? {
             return Ok(false);
         }
@@ -511,8 +522,8 @@ impl Mutator {
     fn value_from_namespace(&self) -> bool {
         matches!(
             &self.action,
-            Action::Assign(assign::Source::FromNamespace { .. })
-                | Action::AssignMetadata(assign::Source::FromNamespace { .. })
+            Action::Assign(assign::ValueSource::FromNamespace { .. })
+                | Action::AssignMetadata(assign::ValueSource::FromNamespace { .. })
         )
     }
 
@@ -535,23 +546,27 @@ impl Mutator {
     /// What it does at the end of its location, for the static analysis.
     pub(crate) fn effect(&self) -> Effect<'_> {
         match &self.action {
-            Action::Assign(assign::Source::Value(value)) => Effect::Replace(Some(value)),
-            Action::Assign(assign::Source::FromMetadata(_)) => Effect::Replace(None),
-            Action::Assign(assign::Source::FromNamespace { .. }) => Effect::ReplaceFromNamespace,
-            Action::Assign(assign::Source::Remove)
-            | Action::AssignMetadata(assign::Source::Remove) => Effect::Remove,
-            Action::AssignMetadata(assign::Source::Value(value)) => Effect::AddIfAbsent {
+            Action::Assign(assign::ValueSource::Value(value)) => Effect::Replace(Some(value)),
+            Action::Assign(assign::ValueSource::FromMetadata(_)) => Effect::Replace(None),
+            Action::Assign(assign::ValueSource::FromNamespace { .. }) => {
+                Effect::ReplaceFromNamespace
+            }
+            Action::Assign(assign::ValueSource::Remove)
+            | Action::AssignMetadata(assign::ValueSource::Remove) => Effect::Remove,
+            Action::AssignMetadata(assign::ValueSource::Value(value)) => Effect::AddIfAbsent {
                 value: Some(value),
                 always: true,
             },
-            Action::AssignMetadata(assign::Source::FromMetadata(_)) => Effect::AddIfAbsent {
+            Action::AssignMetadata(assign::ValueSource::FromMetadata(_)) => Effect::AddIfAbsent {
                 value: None,
                 always: true,
             },
-            Action::AssignMetadata(assign::Source::FromNamespace { .. }) => Effect::AddIfAbsent {
-                value: None,
-                always: false,
-            },
+            Action::AssignMetadata(assign::ValueSource::FromNamespace { .. }) => {
+                Effect::AddIfAbsent {
+                    value: None,
+                    always: false,
+                }
+            }
             Action::ModifySet(_) => Effect::ModifySet,
             Action::AssignImage(_) => Effect::Image,
         }
@@ -563,15 +578,15 @@ impl Mutator {
     /// [`WalkError`] when the object does not fit the location.
     pub fn apply(&self, object: &mut Value, request: &Request<'_>) -> Result<Walked, WalkError> {
         match &self.action {
-            Action::Assign(assign::Source::Remove)
-            | Action::AssignMetadata(assign::Source::Remove) => {
+            Action::Assign(assign::ValueSource::Remove)
+            | Action::AssignMetadata(assign::ValueSource::Remove) => {
                 walk::mutate(&self.location, &self.tests, &assign::RemoveSetter, object)
             }
             // A constant, the common case, straight to the walk: going
-            // through `Source::value`'s `Cow` made a small re-application
+            // through `ValueSource::value`'s `Cow` made a small re-application
             // half again as slow (the returned Cow is read back through memory).
-            Action::Assign(assign::Source::Value(value))
-            | Action::AssignMetadata(assign::Source::Value(value)) => walk::mutate(
+            Action::Assign(assign::ValueSource::Value(value))
+            | Action::AssignMetadata(assign::ValueSource::Value(value)) => walk::mutate(
                 &self.location,
                 &self.tests,
                 &assign::AssignSetter(value),

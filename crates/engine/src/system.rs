@@ -603,7 +603,7 @@ struct Run<'a> {
 impl Run<'_> {
     fn matches(&self, mutator: &Mutator, object: &Value) -> Result<bool, MutateError> {
         mutator
-            .matches(object, self.gvk, self.request)
+            .matches_in_scope(object, self.gvk, self.request)
             .map_err(|source| {
                 let mutator = mutator.id().clone();
                 fail(

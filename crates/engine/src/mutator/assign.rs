@@ -19,7 +19,7 @@ use sartor_location::KeyValue;
 
 /// Where an Assign (or AssignMetadata) gets its value.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Source {
+pub(crate) enum ValueSource {
     /// `value`: a constant.
     Value(Value),
     /// `fromMetadata`: the object's name or namespace, read when applied.
@@ -46,22 +46,22 @@ pub(super) fn compile(spec: &AssignSpec) -> Result<Parts, Problem> {
     let location = parse_location(&spec.location)?;
     reject_metadata_root(&location, MutatorKind::Assign)?;
     reject_key_change(&location)?;
-    let source = Source::compile(&spec.parameters.assign)?;
+    let source = ValueSource::compile(&spec.parameters.assign)?;
     if let Some(list) = ends_in_list(&location) {
         match &source {
-            Source::FromMetadata(_) => {
+            ValueSource::FromMetadata(_) => {
                 return Err(Problem::MetadataIntoList {
                     location: location.clone(),
                 });
             }
-            Source::FromNamespace { .. } => {
+            ValueSource::FromNamespace { .. } => {
                 return Err(Problem::NamespaceIntoList {
                     location: location.clone(),
                 });
             }
             // Removes the selected elements (the walk's list removal).
-            Source::Remove => {}
-            Source::Value(value) => {
+            ValueSource::Remove => {}
+            ValueSource::Value(value) => {
                 match list.key_value {
                     KeyValue::Glob => {
                         return Err(Problem::GlobAtEnd {
@@ -95,7 +95,7 @@ pub(super) fn compile(spec: &AssignSpec) -> Result<Parts, Problem> {
     }
     // A removal needs something there: the walk then never creates a parent.
     let mut path_tests = spec.parameters.path_tests.clone();
-    if source == Source::Remove {
+    if source == ValueSource::Remove {
         if let Some(index) = path_tests
             .iter()
             .position(|t| t.condition == sartor_api::Condition::MustNotExist)
@@ -116,13 +116,13 @@ pub(super) fn compile(spec: &AssignSpec) -> Result<Parts, Problem> {
     )
 }
 
-// === impl Source ===
+// === impl ValueSource ===
 
-impl Source {
+impl ValueSource {
     /// Reads `spec.parameters.assign`: exactly one of value, fromMetadata,
     /// fromNamespace and externalData, and sartor does not call external data
     /// providers.
-    pub(super) fn compile(field: &AssignField) -> Result<Source, Problem> {
+    pub(super) fn compile(field: &AssignField) -> Result<ValueSource, Problem> {
         let set = usize::from(field.value.is_some())
             + usize::from(field.from_metadata.is_some())
             + usize::from(field.from_namespace.is_some())
@@ -139,7 +139,7 @@ impl Source {
             );
         }
         if field.remove == Some(true) {
-            return Ok(Source::Remove);
+            return Ok(ValueSource::Remove);
         }
         if field.external_data.is_some() {
             return Err(Problem::ExternalData);
@@ -150,15 +150,15 @@ impl Source {
                 (None, Some(annotation)) if !annotation.is_empty() => (true, annotation),
                 _ => return Err(Problem::NamespaceKey),
             };
-            return Ok(Source::FromNamespace {
+            return Ok(ValueSource::FromNamespace {
                 annotation,
                 key: key.clone(),
                 default: from.default.clone(),
             });
         }
         match (&field.value, &field.from_metadata) {
-            (Some(value), _) => Ok(Source::Value(value.clone())),
-            (_, Some(from)) => Ok(Source::FromMetadata(from.field)),
+            (Some(value), _) => Ok(ValueSource::Value(value.clone())),
+            (_, Some(from)) => Ok(ValueSource::FromMetadata(from.field)),
             (None, None) => Err(Problem::ValueSources),
         }
     }
@@ -175,17 +175,17 @@ impl Source {
         request: &Request<'_>,
     ) -> Option<Cow<'s, Value>> {
         match self {
-            Source::Value(value) => Some(Cow::Borrowed(value)),
-            Source::FromMetadata(MetadataField::Name) => Some(Cow::Owned(Value::String(
+            ValueSource::Value(value) => Some(Cow::Borrowed(value)),
+            ValueSource::FromMetadata(MetadataField::Name) => Some(Cow::Owned(Value::String(
                 metadata_str(object, "name").unwrap_or_default().to_string(),
             ))),
-            Source::FromMetadata(MetadataField::Namespace) => Some(Cow::Owned(Value::String(
+            ValueSource::FromMetadata(MetadataField::Namespace) => Some(Cow::Owned(Value::String(
                 namespace_of(object, request)
                     .unwrap_or_default()
                     .to_string(),
             ))),
-            Source::Remove => None,
-            Source::FromNamespace {
+            ValueSource::Remove => None,
+            ValueSource::FromNamespace {
                 annotation,
                 key,
                 default,

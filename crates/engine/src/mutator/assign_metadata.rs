@@ -4,7 +4,7 @@
 use sartor_api::{AssignMetadataSpec, json_type};
 use sartor_location::{Condition, Node, Path, PathTest, PathTests};
 
-use super::assign::Source;
+use super::assign::ValueSource;
 use super::{Action, Applies, Parts, Problem};
 use crate::matching::Matcher;
 
@@ -23,8 +23,8 @@ pub(super) fn compile(spec: &AssignMetadataSpec) -> Result<Parts, Problem> {
             location: spec.location.clone(),
         });
     }
-    let source = Source::compile(&spec.parameters.assign)?;
-    if let Source::Value(value) = &source
+    let source = ValueSource::compile(&spec.parameters.assign)?;
+    if let ValueSource::Value(value) = &source
         && !value.is_string()
     {
         return Err(Problem::MetadataValueNotString {
@@ -33,7 +33,7 @@ pub(super) fn compile(spec: &AssignMetadataSpec) -> Result<Parts, Problem> {
     }
     // The key's presence decides: never overwrite, even an empty value; a
     // removal needs it there.
-    let condition = if source == Source::Remove {
+    let condition = if source == ValueSource::Remove {
         Condition::MustExist
     } else {
         Condition::MustNotExist
