@@ -15,8 +15,9 @@
 #   the Namespace, Source Original, CREATE), with the shapes of sartor's
 #   benches/scale.rs: a 3-container Pod through N mutators of which 10 match,
 #   a 500-entry ConfigMap through N matching Assigns, and the "empty Pod,
-#   Assign applies" row of benches/gatekeeper.rs. Like criterion's
-#   iter_batched_ref, the object is deep-copied outside the timer.
+#   Assign applies" row of benches/gatekeeper.rs. Gatekeeper mutates in
+#   place, so its object is deep-copied outside the timer; sartor's
+#   System::mutate reads the object and makes its one copy inside the timer.
 # - sartor's criterion benches of the same shapes (benches/gatekeeper.rs,
 #   benches/scale.rs).
 #
