@@ -236,7 +236,7 @@ mod tests {
         leaf.prop_recursive(3, 24, 4, |inner| {
             prop_oneof![
                 proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::from),
-                proptest::collection::btree_map("[abc]", inner, 0..4)
+                proptest::collection::btree_map("[ab/~]{1,2}", inner, 0..4)
                     .prop_map(|m| Value::Object(m.into_iter().collect())),
             ]
         })

@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::sync::Arc;
 
-use sartor_location::{KeyValue, ListSelector, Node, Path};
+use sartor_location::{KeyValue, Node, Path};
 use serde_json::{Map, Value};
 
 use crate::condition::{ConditionConflict, may_write};
@@ -691,26 +691,7 @@ impl Change {
     /// Where: the mutator's location, each glob and exclusion pinned to the
     /// element changed.
     pub fn path(&self) -> Path {
-        let mut keys = self.keys.iter();
-        let nodes: Vec<Node> = self
-            .location
-            .nodes()
-            .iter()
-            .map(|node| match node {
-                Node::List(selector) if !selector.key_value.is_concrete() => {
-                    Node::List(ListSelector {
-                        key_field: selector.key_field.clone(),
-                        key_value: keys
-                            .next()
-                            .cloned()
-                            .unwrap_or_else(|| selector.key_value.clone()),
-                    })
-                }
-                node => node.clone(),
-            })
-            .collect();
-        // The nodes have the location's shape, so this cannot fail.
-        Path::from_nodes(nodes).unwrap_or_else(|_| (*self.location).clone())
+        crate::walk::pinned(&self.location, &self.keys)
     }
 
     /// The concrete path, step by step, without building it.

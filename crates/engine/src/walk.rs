@@ -175,48 +175,9 @@ impl Changed {
     /// object after the walk). An element without a string or integer key
     /// keeps the glob or exclusion.
     pub fn path(&self, location: &Path, object: &Value) -> Path {
-        let mut elements = self.elements.iter();
-        let mut current = Some(object);
-        let mut nodes = Vec::with_capacity(location.len());
-        for node in location.nodes() {
-            match node {
-                Node::Field(name) => {
-                    current = current.and_then(|v| v.get(name));
-                    nodes.push(node.clone());
-                }
-                Node::List(selector) if !selector.key_value.is_concrete() => {
-                    let element = elements
-                        .next()
-                        .and_then(|i| current.and_then(|v| v.get(*i)));
-                    let key_value = match element.and_then(|e| e.get(&selector.key_field)) {
-                        Some(Value::String(s)) => KeyValue::String(s.clone()),
-                        Some(Value::Number(n)) => match n.as_i64() {
-                            Some(n) => KeyValue::Integer(n),
-                            None => selector.key_value.clone(),
-                        },
-                        _ => selector.key_value.clone(),
-                    };
-                    current = element;
-                    nodes.push(Node::List(ListSelector {
-                        key_field: selector.key_field.clone(),
-                        key_value,
-                    }));
-                }
-                Node::List(selector) => {
-                    current = current.and_then(|v| {
-                        v.as_array()
-                            .and_then(|list| list.iter().find(|e| key_matches(e, selector)))
-                    });
-                    nodes.push(node.clone());
-                }
-            }
-        }
-        // The nodes mirror a valid path's shape, so this cannot fail.
-        Path::from_nodes(nodes).unwrap_or_else(|_| location.clone())
+        pinned(location, &self.keys(location, object))
     }
-}
 
-impl Changed {
     /// The key of each element visited for a glob or exclusion of
     /// `location`, in order, read from `object` (the object after the walk);
     /// the selector itself for an element without a string or integer key.
@@ -255,6 +216,28 @@ impl Changed {
         }
         keys
     }
+}
+
+/// `location` with its globs and exclusions, in order, replaced by `keys`
+/// (one left as it is when `keys` runs out): a change's concrete path.
+pub fn pinned(location: &Path, keys: &[KeyValue]) -> Path {
+    let mut keys = keys.iter();
+    let nodes: Vec<Node> = location
+        .nodes()
+        .iter()
+        .map(|node| match node {
+            Node::List(selector) if !selector.key_value.is_concrete() => Node::List(ListSelector {
+                key_field: selector.key_field.clone(),
+                key_value: keys
+                    .next()
+                    .cloned()
+                    .unwrap_or_else(|| selector.key_value.clone()),
+            }),
+            node => node.clone(),
+        })
+        .collect();
+    // The nodes have the location's shape, so this cannot fail.
+    Path::from_nodes(nodes).unwrap_or_else(|_| location.clone())
 }
 
 /// Walks `location` through `object`, honouring `tests`, and lets `setter`
