@@ -66,8 +66,14 @@ impl Served {
     /// `sartor serve` in file mode on `DIR/mutators`, with a self-signed
     /// certificate in `DIR/certs`, on ports of its choosing, logging JSON.
     fn start(dir: &Path) -> Served {
+        Served::start_with(dir, &[])
+    }
+
+    /// [`Served::start`] with more flags.
+    fn start_with(dir: &Path, flags: &[&str]) -> Served {
         let mut child = Command::new(env!("CARGO_BIN_EXE_sartor"))
             .arg("serve")
+            .args(flags)
             .args(["--mutators", &dir.join("mutators").to_string_lossy()])
             .arg("--self-signed")
             .args(["--cert-dir", &dir.join("certs").to_string_lossy()])
@@ -245,6 +251,43 @@ async fn serve_mutates_reloads_the_directory_keeps_the_last_good_set_and_stops_o
     assert_eq!(loaded["mutators"], 1);
     assert_eq!(served.patch().await, always_pull_patch());
 
+    served.terminate();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn mutated_requests_are_logged_at_info_only_with_log_mutations() {
+    let dir = temp_dir("log-mutations");
+    std::fs::write(dir.join("mutators/always-pull.yaml"), ALWAYS_PULL).unwrap();
+    // By default (as Gatekeeper's --log-mutations), not at info.
+    let mut served = Served::start(&dir);
+    served.wait_for_log("mutators loaded");
+    assert_eq!(served.patch().await, always_pull_patch());
+    served.terminate();
+    assert!(
+        !served.seen.iter().any(|line| line["message"] == "mutated"),
+        "{:#?}",
+        served.seen
+    );
+    drop(served);
+
+    let mut served = Served::start_with(&dir, &["--log-mutations"]);
+    served.wait_for_log("mutators loaded");
+    assert_eq!(served.patch().await, always_pull_patch());
+    let line = served.wait_for_log("mutated");
+    let fields = ["level", "uid", "kind", "object", "mutators", "passes"].map(|f| line[f].clone());
+    assert_eq!(
+        fields,
+        [
+            json!("INFO"),
+            json!("u1"),
+            json!("v1 Pod"),
+            json!("shop/web"),
+            json!("Assign always-pull"),
+            json!(2)
+        ]
+    );
+    assert!(line["duration_us"].is_u64(), "{line}");
     served.terminate();
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -49,6 +49,9 @@ pub struct Settings {
     /// Whether a mutated object gets the `sartor.dev/mutations` annotation
     /// naming the mutators that changed it (`--mutation-annotations`).
     pub mutation_annotations: bool,
+    /// Whether each mutated request is logged at `info` (`--log-mutations`,
+    /// off by default like Gatekeeper's flag); otherwise at `debug`.
+    pub log_mutations: bool,
 }
 
 impl Settings {
@@ -64,6 +67,7 @@ impl Settings {
             on_error: OnError::Allow,
             exemptable_namespaces: Vec::new(),
             mutation_annotations: false,
+            log_mutations: false,
         }
     }
 }
@@ -433,20 +437,30 @@ impl Webhook {
         let applied = mutation.applied();
         self.metrics
             .record_mutation(applied.iter().copied(), mutation.passes);
-        // Field values are built only when the info level is enabled.
-        tracing::info!(
-            uid,
-            kind = %admission.gvk,
-            object = %object_name(request),
-            mutators = %applied
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join(", "),
-            passes = mutation.passes,
-            duration_us = started.elapsed().as_micros() as u64,
-            "mutated"
-        );
+        // Field values are built only when the event's level is enabled.
+        macro_rules! log_mutated {
+            ($level:expr) => {
+                tracing::event!(
+                    $level,
+                    uid,
+                    kind = %admission.gvk,
+                    object = %object_name(request),
+                    mutators = %applied
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    passes = mutation.passes,
+                    duration_us = started.elapsed().as_micros() as u64,
+                    "mutated"
+                )
+            };
+        }
+        if self.settings.log_mutations {
+            log_mutated!(tracing::Level::INFO);
+        } else {
+            log_mutated!(tracing::Level::DEBUG);
+        }
         let response = AdmissionResponse {
             patch: Some(base64::engine::general_purpose::STANDARD.encode(patch)),
             patch_type: Some("JSONPatch"),
