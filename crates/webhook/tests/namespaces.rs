@@ -1,7 +1,13 @@
 //! The webhook asks its Namespace provider only when a mutator that may apply
 //! to the object needs the Namespace, from memory first, and fetches (once)
 //! only what memory does not know.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    missing_docs
+)]
 
 use std::future::Future;
 use std::pin::Pin;
