@@ -13,7 +13,7 @@ use kube::runtime::{WatchStreamExt as _, watcher};
 use kube::{Api, Client};
 use sartor_webhook::{Lookup, Namespaces};
 use serde_json::Value;
-use tokio::sync::watch;
+use tokio::sync::{OnceCell, watch};
 
 /// How long a direct fetch may take on the request path (the mutating
 /// webhook's own timeout is 1 s).
@@ -29,11 +29,18 @@ pub struct NamespaceCache {
     inner: Arc<Inner>,
 }
 
+/// One direct fetch of a Namespace: its answer, once there.
+type Fetch = OnceCell<Option<Arc<Value>>>;
+
 struct Inner {
     client: Client,
     by_name: RwLock<HashMap<String, Arc<Value>>>,
-    /// Names fetched directly, and when: each is fetched once per [`MISS_TTL`].
-    fetched: Mutex<HashMap<String, Instant>>,
+    /// Names a direct fetch found missing, and when: not fetched again for
+    /// [`MISS_TTL`] (an error or a timeout is not remembered).
+    missing: Mutex<HashMap<String, Instant>>,
+    /// Fetches under way, by name: requests that arrive together (a Namespace
+    /// and the objects in it, from one `kubectl apply`) share one.
+    fetching: Mutex<HashMap<String, Arc<Fetch>>>,
     listed: watch::Sender<bool>,
 }
 
@@ -53,7 +60,8 @@ impl NamespaceCache {
             inner: Arc::new(Inner {
                 client,
                 by_name: RwLock::new(HashMap::new()),
-                fetched: Mutex::new(HashMap::new()),
+                missing: Mutex::new(HashMap::new()),
+                fetching: Mutex::new(HashMap::new()),
                 listed: watch::channel(false).0,
             }),
         }
@@ -111,36 +119,62 @@ impl NamespaceCache {
         }
     }
 
-    /// Fetches `name` from the API server, at most once per [`MISS_TTL`],
-    /// within [`FETCH_TIMEOUT`].
+    /// Fetches `name` from the API server within [`FETCH_TIMEOUT`]: one
+    /// fetch per name at a time, shared by every request that asks meanwhile;
+    /// a name found missing is not fetched again for [`MISS_TTL`].
     async fn fetch_from_server(&self, name: &str) -> Option<Arc<Value>> {
         {
-            let mut fetched = lock(&self.inner.fetched);
+            let mut missing = lock(&self.inner.missing);
             let now = Instant::now();
-            fetched.retain(|_, at| now.duration_since(*at) < MISS_TTL);
-            if fetched.contains_key(name) {
+            missing.retain(|_, at| now.duration_since(*at) < MISS_TTL);
+            if missing.contains_key(name) {
                 return None;
             }
-            fetched.insert(name.to_string(), now);
         }
+        let cell = lock(&self.inner.fetching)
+            .entry(name.to_string())
+            .or_default()
+            .clone();
+        let found = cell
+            .get_or_init(|| async {
+                let found = self.get(name).await;
+                match &found {
+                    Ok(Some(value)) => {
+                        write(&self.inner.by_name).insert(name.to_string(), value.clone());
+                    }
+                    Ok(None) => {
+                        lock(&self.inner.missing).insert(name.to_string(), Instant::now());
+                    }
+                    Err(()) => {}
+                }
+                found.ok().flatten()
+            })
+            .await
+            .clone();
+        let mut fetching = lock(&self.inner.fetching);
+        if fetching.get(name).is_some_and(|c| Arc::ptr_eq(c, &cell)) {
+            fetching.remove(name);
+        }
+        found
+    }
+
+    /// One GET of `name`: the Namespace, `None` when it does not exist, or
+    /// `Err` (logged) when the API server failed or did not answer in time.
+    async fn get(&self, name: &str) -> Result<Option<Arc<Value>>, ()> {
         let api: Api<Namespace> = Api::all(self.inner.client.clone());
         match tokio::time::timeout(FETCH_TIMEOUT, api.get_opt(name)).await {
-            Ok(Ok(Some(namespace))) => {
-                let (name, value) = entry(&namespace)?;
-                write(&self.inner.by_name).insert(name, value.clone());
-                Some(value)
-            }
-            Ok(Ok(None)) => None,
+            Ok(Ok(Some(namespace))) => Ok(entry(&namespace).map(|(_, value)| value)),
+            Ok(Ok(None)) => Ok(None),
             Ok(Err(error)) => {
                 tracing::warn!(namespace = name, %error, "fetching a namespace missing from the cache");
-                None
+                Err(())
             }
             Err(_) => {
                 tracing::warn!(
                     namespace = name,
                     "fetching a namespace missing from the cache timed out"
                 );
-                None
+                Err(())
             }
         }
     }

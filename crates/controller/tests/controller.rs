@@ -435,6 +435,34 @@ async fn only_the_gatekeeper_kinds_served_are_watched_with_compat() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_arriving_together_share_one_fetch_of_a_new_namespace() {
+    use sartor_webhook::{Lookup, Namespaces as _};
+    let server = ApiServer::start().await;
+    server.put(json!({"apiVersion": "v1", "kind": "Namespace",
+                      "metadata": {"name": "fresh", "labels": {"team": "core"}}}));
+    // Never run: the namespace is missing from this cache.
+    let cache = NamespaceCache::new(client(&server));
+    let fetches: Vec<_> = (0..4)
+        .map(|_| {
+            let cache = cache.clone();
+            tokio::task::spawn(async move { cache.fetch("fresh").await })
+        })
+        .collect();
+    for fetch in fetches {
+        let Lookup::Found(found) = fetch.await.unwrap() else {
+            panic!("a request arriving with others did not get the namespace");
+        };
+        assert_eq!(found["metadata"]["labels"], json!({"team": "core"}));
+    }
+    let gets = server
+        .calls()
+        .into_iter()
+        .filter(|c| c.method == "GET" && c.path == "/api/v1/namespaces/fresh")
+        .count();
+    assert_eq!(gets, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_namespace_missing_from_the_cache_is_fetched_once() {
     use sartor_webhook::{Lookup, Namespaces as _};
     let server = ApiServer::start().await;
