@@ -69,7 +69,8 @@ pub struct Request<'a> {
     /// objects and for Namespace objects themselves.
     pub namespace: Option<&'a str>,
     /// The Namespace object named by `namespace`, when the caller has it;
-    /// needed only by mutators with a `namespaceSelector`.
+    /// needed only by mutators with a `namespaceSelector` or a value from the
+    /// Namespace.
     pub namespace_object: Option<&'a Value>,
 }
 

@@ -451,14 +451,16 @@ impl System {
         for pass in 1..=max_passes {
             mutation.passes = pass;
             let first_change = mutation.changes.len();
-            for (candidate, matched) in candidates.iter().zip(matched.iter_mut()) {
+            for (index, candidate) in candidates.iter().enumerate() {
                 let mutator = &candidate.mutator;
-                let matches = match *matched {
+                let matches = match matched.get(index).copied().flatten() {
                     Some(matches) => matches,
                     None => {
                         let matches = run.matches(mutator, &object)?;
-                        if mutator.conditions().is_empty() {
-                            *matched = Some(matches);
+                        if mutator.conditions().is_empty()
+                            && let Some(slot) = matched.get_mut(index)
+                        {
+                            *slot = Some(matches);
                         }
                         matches
                     }
@@ -469,6 +471,7 @@ impl System {
                 let target = object.to_mut();
                 convergence.before_first_change(target);
                 let walked = run.apply(mutator, target)?;
+                let before = mutation.changes.len();
                 for changed in walked.changed {
                     mutation.changes.push(Change {
                         pass,
@@ -477,11 +480,12 @@ impl System {
                         keys: changed.keys(&candidate.location, target),
                     });
                 }
+                let new = mutation.changes.get(before..).unwrap_or_default();
+                if new.iter().any(Change::in_metadata) {
+                    matched.fill(None);
+                }
             }
             let changes = mutation.changes.get(first_change..).unwrap_or_default();
-            if changes.iter().any(Change::in_metadata) {
-                matched.fill(None);
-            }
             let mut replay = |start: &mut Value, passes: usize| run.replay(start, passes);
             if convergence.converged(pass, changes, &object, &mut replay)? {
                 if self.annotate && !mutation.changes.is_empty() {

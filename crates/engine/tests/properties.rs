@@ -106,7 +106,7 @@ fn object_of(kind: &str, location: &str, parameters: Value) -> Option<MutatorObj
 }
 
 /// How many mutators [`pool`] holds.
-const POOL: usize = 23;
+const POOL: usize = 24;
 
 /// A pool of valid mutators over a small, shared vocabulary of fields, so
 /// generated sets interact (and sometimes conflict).
@@ -250,10 +250,26 @@ fn pool() -> Vec<Mutator> {
             "spec.containers[name: *].x",
             json!({"assign": {"fromNamespace": {"label": "team"}}}),
         ),
+        // Matches on a label m1 adds and m3 removes (its match is set
+        // below): the engine's match answers, kept across passes, must follow.
+        (
+            "Assign",
+            "l1",
+            "spec.l",
+            json!({"assign": {"value": "team-a"}}),
+        ),
     ];
     docs.into_iter()
         .map(|(kind, name, location, parameters)| {
             let mut object = object_of(kind, location, parameters).unwrap();
+            if let MutatorObject::Assign(m) = &mut object
+                && name == "l1"
+            {
+                m.spec.r#match.label_selector = Some(sartor_api::LabelSelector {
+                    match_labels: [("team".to_string(), "a".to_string())].into(),
+                    match_expressions: Vec::new(),
+                });
+            }
             match &mut object {
                 MutatorObject::Assign(m) => m.metadata.name = Some(name.into()),
                 MutatorObject::AssignImage(m) => m.metadata.name = Some(name.into()),
