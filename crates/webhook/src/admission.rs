@@ -189,24 +189,40 @@ fn with_ephemeral_containers_of(original: &Value, mutated: &Value, added: &[Valu
     confined
 }
 
-/// Whether `path` is inside one of the ephemeral containers named in `added`
-/// (`spec.ephemeralContainers[name: N]...`, globs pinned by the engine).
-fn inside_added_container(path: &Path, added: &[Value]) -> bool {
-    match path.nodes() {
-        // A field inside the container: a change to (or removal of) the
-        // whole container is not kept by the confinement.
-        [
-            Node::Field(spec),
-            Node::Field(list),
-            Node::List(selector),
-            _,
-            ..,
-        ] if spec == "spec" && list == "ephemeralContainers" && selector.key_field == "name" => {
-            matches!(&selector.key_value, KeyValue::String(name)
-                if added.iter().any(|added| added.as_str() == Some(name)))
-        }
-        _ => false,
+/// Whether a change at `path` reaches the API server through the
+/// confinement: inside one of the ephemeral containers named in `added`
+/// (`spec.ephemeralContainers[name: N]...`, globs pinned by the engine), or
+/// the whole of one that `mutated` still has (replaced; a removal is not
+/// kept, since the confinement copies only containers `mutated` has).
+fn kept_by_confinement(path: &Path, added: &[Value], mutated: &Value) -> bool {
+    let [
+        Node::Field(spec),
+        Node::Field(list),
+        Node::List(selector),
+        rest @ ..,
+    ] = path.nodes()
+    else {
+        return false;
+    };
+    let KeyValue::String(name) = &selector.key_value else {
+        return false;
+    };
+    if spec != "spec"
+        || list != "ephemeralContainers"
+        || selector.key_field != "name"
+        || !added.iter().any(|added| added.as_str() == Some(name))
+    {
+        return false;
     }
+    !rest.is_empty()
+        || mutated
+            .pointer("/spec/ephemeralContainers")
+            .and_then(Value::as_array)
+            .is_some_and(|containers| {
+                containers
+                    .iter()
+                    .any(|c| c.get("name").and_then(Value::as_str) == Some(name))
+            })
 }
 
 /// What the skip rules decided about a `/v1/mutate` request.
@@ -423,7 +439,7 @@ impl Webhook {
                 let confined = with_ephemeral_containers_of(object, &mutated, &added);
                 mutation
                     .changes
-                    .retain(|change| inside_added_container(&change.path(), &added));
+                    .retain(|change| kept_by_confinement(&change.path(), &added, &mutated));
                 json_patch::diff(object, &confined)
             }
         };
@@ -715,5 +731,33 @@ pub fn internal_error(message: &str) -> Reply {
         content_type: "text/plain; charset=utf-8",
         body: format!("internal error: {message}\n").into_bytes(),
         outcome: Outcome::InternalError,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn the_confinement_keeps_changes_in_and_of_added_ephemeral_containers() {
+        let added = [json!("debug")];
+        let mutated =
+            json!({"spec": {"ephemeralContainers": [{"name": "old"}, {"name": "debug"}]}});
+        let kept = |path: &str| kept_by_confinement(&Path::parse(path).unwrap(), &added, &mutated);
+        assert!(kept(
+            "spec.ephemeralContainers[name: debug].imagePullPolicy"
+        ));
+        assert!(kept("spec.ephemeralContainers[name: debug]"));
+        assert!(!kept("spec.ephemeralContainers[name: old].imagePullPolicy"));
+        assert!(!kept("spec.containers[name: debug].imagePullPolicy"));
+        assert!(!kept("metadata.labels.team"));
+        // Removed: the confinement keeps the container as it was.
+        let removed = json!({"spec": {"ephemeralContainers": [{"name": "old"}]}});
+        let path = Path::parse("spec.ephemeralContainers[name: debug]").unwrap();
+        assert!(!kept_by_confinement(&path, &added, &removed));
     }
 }
