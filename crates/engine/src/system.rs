@@ -5,8 +5,10 @@
 //!
 //! A `System` is a plain value: clone it to take a snapshot, change the clone,
 //! and swap it in (an `Arc<System>` behind a lock or `ArcSwap`) while requests
-//! keep using the old one. Mutators are shared between clones (`Arc`), so a
-//! clone copies only the indexes.
+//! keep using the old one. Mutators, their ids and locations are shared
+//! between clones (`Arc`), so a clone copies only the indexes; each kind's
+//! index also lists the mutators of every kind (AssignMetadata), so the
+//! indexes grow with kinds x AssignMetadata.
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -37,10 +39,10 @@ pub struct System {
     /// For each kind some mutator's `applyTo` lists, every mutator that may
     /// apply to it, in order: those listing it and those that apply to every
     /// kind. A request reads its candidates off one entry.
-    by_gvk: HashMap<Gvk, BTreeMap<MutatorId, Candidate>>,
+    by_gvk: HashMap<Gvk, BTreeMap<Arc<MutatorId>, Candidate>>,
     /// Mutators that apply to every kind (AssignMetadata): the candidates of
     /// a kind no `applyTo` lists.
-    everywhere: BTreeMap<MutatorId, Candidate>,
+    everywhere: BTreeMap<Arc<MutatorId>, Candidate>,
     schema: SchemaDb,
     /// The mutators with value conditions (few, usually none).
     readers: BTreeSet<MutatorId>,
@@ -62,12 +64,19 @@ struct Candidate {
 }
 
 impl Candidate {
-    fn new(mutator: &Arc<Mutator>, operations: Operations) -> Candidate {
+    /// The candidate entry of `mutator`, sharing `id` and `location` with
+    /// its entries for other kinds.
+    fn new(
+        mutator: &Arc<Mutator>,
+        id: &Arc<MutatorId>,
+        location: &Arc<Path>,
+        operations: Operations,
+    ) -> Candidate {
         Candidate {
             operations,
             mutator: Arc::clone(mutator),
-            id: Arc::new(mutator.id().clone()),
-            location: Arc::new(mutator.location().clone()),
+            id: Arc::clone(id),
+            location: Arc::clone(location),
         }
     }
 }
@@ -229,21 +238,25 @@ impl System {
             ),
             None => BTreeSet::new(),
         };
+        // One id and one location per mutator, shared by its index entries
+        // and every change it makes.
+        let shared_id = Arc::new(id.clone());
+        let location = Arc::new(mutator.location().clone());
         match mutator.applies() {
             Applies::Everything => {
-                let candidate = Candidate::new(&mutator, Operations::ALL);
+                let candidate = Candidate::new(&mutator, &shared_id, &location, Operations::ALL);
                 for index in self.by_gvk.values_mut() {
-                    index.insert(id.clone(), candidate.clone());
+                    index.insert(Arc::clone(&shared_id), candidate.clone());
                 }
-                self.everywhere.insert(id.clone(), candidate);
+                self.everywhere.insert(Arc::clone(&shared_id), candidate);
             }
             Applies::Kinds(kinds) => {
                 for (gvk, operations) in kinds {
-                    let candidate = Candidate::new(&mutator, *operations);
+                    let candidate = Candidate::new(&mutator, &shared_id, &location, *operations);
                     self.by_gvk
                         .entry(gvk.clone())
                         .or_insert_with(|| self.everywhere.clone())
-                        .insert(id.clone(), candidate);
+                        .insert(Arc::clone(&shared_id), candidate);
                 }
             }
         }
