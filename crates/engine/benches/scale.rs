@@ -17,7 +17,7 @@ use common::{apply_to, mutator};
 fn dump(name: &str, system: &System, admission: &Admission<'_>) {
     if let Some(dir) = std::env::var_os("SARTOR_BENCH_DUMP") {
         let mutation = system.mutate(admission).unwrap();
-        let object = mutation.object_or(admission.object);
+        let object = mutation.object.as_ref().unwrap_or(admission.object);
         let path = std::path::Path::new(&dir).join(format!("{name}.json"));
         std::fs::write(path, serde_json::to_vec(object).unwrap()).unwrap();
     }

@@ -47,15 +47,11 @@ impl<'a> Convergence<'a> {
         }
     }
 
-    /// Whether the start of each pass is being copied (after too many replays).
-    pub(crate) fn copies_starts(&self) -> bool {
-        self.replays == 0
-    }
-
     /// Called when a pass is about to change `object` for the first time:
     /// keeps a copy of it when copies are being kept.
     pub(crate) fn before_first_change(&mut self, object: &Value) {
-        if self.copies_starts() && self.start.is_none() {
+        // Copies are kept once the replays are used up.
+        if self.replays == 0 && self.start.is_none() {
             self.start = Some(object.clone());
         }
     }

@@ -2,7 +2,7 @@
 //! operation, its namespace and source, and where to find Namespace objects),
 //! and the [`Request`] that matching reads once the namespace is resolved.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::fmt;
 
 pub use sartor_api::{Operation, Source};
@@ -204,12 +204,6 @@ impl NamespaceLookup for NoNamespaces {
 }
 
 impl NamespaceLookup for HashMap<String, Value> {
-    fn namespace(&self, name: &str) -> Option<&Value> {
-        self.get(name)
-    }
-}
-
-impl NamespaceLookup for BTreeMap<String, Value> {
     fn namespace(&self, name: &str) -> Option<&Value> {
         self.get(name)
     }

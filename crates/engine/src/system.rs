@@ -749,11 +749,6 @@ impl Mutation {
         !self.changes.is_empty()
     }
 
-    /// The object after mutation: the mutated one, or `admitted` as it was.
-    pub fn object_or<'a>(&'a self, admitted: &'a Value) -> &'a Value {
-        self.object.as_ref().unwrap_or(admitted)
-    }
-
     /// The mutators that changed something, in the order they first did.
     pub fn applied(&self) -> Vec<&MutatorId> {
         let mut applied: Vec<&MutatorId> = Vec::new();
