@@ -123,8 +123,9 @@ pub struct AssignField {
     /// selector picks. Nothing there is not a change; parents are never created.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remove: Option<bool>,
-    /// Assign what an external data provider returns (Gatekeeper's
-    /// externaldata; sartor reads it but does not call providers).
+    /// Assign what an external data provider (a Provider of
+    /// externaldata.gatekeeper.sh) answers for the value at the location or
+    /// for the requesting user's name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub external_data: Option<ExternalData>,
 }

@@ -29,6 +29,7 @@ mod loader;
 mod matching;
 mod modify_set;
 mod parse;
+mod provider;
 mod schema;
 mod status;
 
@@ -46,7 +47,8 @@ pub use expansion::{
     EXPANSION_GROUP, EXPANSION_VERSIONS, ExpansionTemplate, ExpansionTemplateSpec,
 };
 pub use loader::{
-    Document, Input, LoadError, Loaded, LoadedMutator, LoadedTemplate, Origin, Problem,
+    Document, Input, LoadError, Loaded, LoadedMutator, LoadedProvider, LoadedTemplate, Origin,
+    Problem, provider_from_document,
     load_mutators, mutator_from_document, mutators_from_documents, read_documents,
     read_documents_from_str, read_documents_with_stdin, template_from_document,
 };
@@ -59,6 +61,11 @@ pub use modify_set::{ModifySet, ModifySetParameters, ModifySetSpec, SetOperation
 pub use parse::{
     Invalid, ParseError, api_group, is_expansion_template_document, is_mutator_document, json_type,
     parse_expansion_template, parse_mutator,
+};
+pub use provider::{
+    EXTERNAL_DATA_GROUP, PROVIDER_REQUEST_API_VERSION, PROVIDER_VERSIONS, Provider, ProviderItem,
+    ProviderRequest, ProviderRequestBody, ProviderResponse, ProviderResponseBody, ProviderSpec,
+    is_provider_document, parse_provider,
 };
 pub use status::{MutatorError, MutatorPodStatus, MutatorStatus};
 

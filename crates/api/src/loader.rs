@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use crate::expansion::ExpansionTemplate;
 use crate::parse::{Invalid, ParseError, parse_expansion_template, parse_mutator};
+use crate::provider::{Provider, parse_provider};
 use crate::{MutatorKind, MutatorObject};
 
 /// Where documents come from: a file or directory, or standard input (`-`).
@@ -508,5 +509,27 @@ pub fn template_from_document(document: &Document) -> Result<LoadedTemplate, Loa
     Ok(LoadedTemplate {
         origin: document.origin.clone(),
         template,
+    })
+}
+
+/// A Provider as read: where, and what.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadedProvider {
+    /// Where it was read.
+    pub origin: Origin,
+    /// The provider.
+    pub provider: Provider,
+}
+
+/// Interprets one document as an external data provider ([`parse_provider`]).
+///
+/// # Errors
+/// A [`LoadError`] naming the document, the provider and the field at fault.
+pub fn provider_from_document(document: &Document) -> Result<LoadedProvider, LoadError> {
+    let provider = parse_provider(&document.value)
+        .map_err(|error| LoadError::parsing(document.origin.clone(), error))?;
+    Ok(LoadedProvider {
+        origin: document.origin.clone(),
+        provider,
     })
 }

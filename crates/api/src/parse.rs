@@ -10,6 +10,7 @@ use std::fmt;
 use serde_json::Value;
 
 use crate::expansion::{EXPANSION_GROUP, EXPANSION_VERSIONS, ExpansionTemplate};
+use crate::provider::EXTERNAL_DATA_GROUP;
 use crate::{
     API_VERSION, Assign, AssignImage, AssignMetadata, GATEKEEPER_GROUP, GROUP, ModifySet,
     MutatorKind, MutatorObject, VERSION,
@@ -83,6 +84,17 @@ pub enum Invalid {
         "{kind} ({api_version}) is not an expansion template: expected ExpansionTemplate in {EXPANSION_GROUP}/v1alpha1 or v1beta1"
     )]
     NotATemplate {
+        /// The document's `apiVersion`.
+        api_version: String,
+        /// The document's `kind`.
+        kind: String,
+    },
+    /// A document in the external data group that is not a `Provider` of a
+    /// served version.
+    #[error(
+        "{kind} ({api_version}) is not a provider: expected Provider in {EXTERNAL_DATA_GROUP}/v1beta1 or v1alpha1"
+    )]
+    NotAProvider {
         /// The document's `apiVersion`.
         api_version: String,
         /// The document's `kind`.
@@ -367,7 +379,7 @@ fn typed(kind: MutatorKind, value: &Value) -> Result<MutatorObject, Invalid> {
     })
 }
 
-fn deserialize<T: serde::de::DeserializeOwned>(value: &Value) -> Result<T, Invalid> {
+pub(crate) fn deserialize<T: serde::de::DeserializeOwned>(value: &Value) -> Result<T, Invalid> {
     serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
         Invalid::Field {
