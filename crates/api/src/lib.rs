@@ -48,9 +48,8 @@ pub use expansion::{
 };
 pub use loader::{
     Document, Input, LoadError, Loaded, LoadedMutator, LoadedProvider, LoadedTemplate, Origin,
-    Problem, provider_from_document,
-    load_mutators, mutator_from_document, mutators_from_documents, read_documents,
-    read_documents_from_str, read_documents_with_stdin, template_from_document,
+    Problem, load_mutators, mutator_from_document, mutators_from_documents, provider_from_document,
+    read_documents, read_documents_from_str, read_documents_with_stdin, template_from_document,
 };
 pub use matching::{
     ApplyTo, GroupVersionKind, InvalidWildcard, Kinds, LabelSelector, LabelSelectorRequirement,

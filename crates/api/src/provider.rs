@@ -189,8 +189,7 @@ pub fn parse_provider(value: &Value) -> Result<Provider, ParseError> {
         .and_then(Value::as_str)
         .unwrap_or_default();
     let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
-    if kind != "Provider" || group != EXTERNAL_DATA_GROUP || !PROVIDER_VERSIONS.contains(&version)
-    {
+    if kind != "Provider" || group != EXTERNAL_DATA_GROUP || !PROVIDER_VERSIONS.contains(&version) {
         return Err(fail(Invalid::NotAProvider {
             api_version: api_version.to_string(),
             kind: kind.to_string(),

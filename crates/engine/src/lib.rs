@@ -25,6 +25,7 @@ pub mod condition;
 pub mod conflict;
 mod convergence;
 pub mod expansion;
+pub mod external;
 pub mod image;
 pub mod labels;
 pub mod matching;
@@ -39,6 +40,7 @@ pub mod walk;
 pub use condition::{CompiledCondition, ConditionConflict};
 pub use conflict::Conflict;
 pub use expansion::{ExpandError, ExpandFailure, Expander, Generated, Template, TemplatesError};
+pub use external::{Answers, Asks};
 pub use mutator::{
     Applies, ApplyError, CompileError, Mutator, MutatorId, Operations, Problem, Terminal,
 };

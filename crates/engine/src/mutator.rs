@@ -20,6 +20,7 @@ use sartor_location::{ListSelector, Node, ParseError, Path, PathTestError, PathT
 use serde_json::Value;
 
 use crate::condition::CompiledCondition;
+use crate::external::PlaceholderSetter;
 use crate::image::ImageError;
 use crate::matching::{MatchCompileError, MatchError, Matcher};
 use crate::request::{Gvk, Operation, Request};
@@ -217,11 +218,24 @@ pub enum Problem {
         /// The pathTest's position, from 0.
         index: usize,
     },
-    /// sartor does not call external data providers.
+    /// External data at a keyed-list element: providers answer strings.
     #[error(
-        "spec.parameters.assign.externalData: external data providers are not supported by sartor"
+        "spec.location: {location} is a keyed-list element; cannot assign external data response to a list"
     )]
-    ExternalData,
+    ExternalIntoList {
+        /// The location.
+        location: Path,
+    },
+    /// `failurePolicy: UseDefault` without a `default`.
+    #[error(
+        "spec.parameters.assign.externalData.default: must not be empty when failurePolicy is UseDefault"
+    )]
+    ExternalDefaultMissing,
+    /// AssignMetadata asks providers by user name only.
+    #[error(
+        "spec.parameters.assign.externalData.dataSource: only Username is supported for AssignMetadata"
+    )]
+    MetadataExternalSource,
     /// AssignMetadata assigns strings only.
     #[error("spec.parameters.assign.value: labels and annotations are strings, got {found}")]
     MetadataValueNotString {
@@ -466,9 +480,23 @@ impl Mutator {
     }
 
     /// Whether no other mutator may walk below its location: an AssignImage
-    /// sets a string, so nothing can live under it.
+    /// and an externalData Assign set a string, so nothing can live under it.
     pub fn must_terminate(&self) -> bool {
-        matches!(self.action, Action::AssignImage(_))
+        matches!(
+            self.action,
+            Action::AssignImage(_) | Action::Assign(assign::ValueSource::External(_))
+        )
+    }
+
+    /// The external data provider it asks, if it takes its value from one.
+    pub fn provider(&self) -> Option<&str> {
+        match &self.action {
+            Action::Assign(assign::ValueSource::External(source))
+            | Action::AssignMetadata(assign::ValueSource::External(source)) => {
+                Some(&source.provider)
+            }
+            _ => None,
+        }
     }
 
     /// Whether it mutates `object` (of kind `gvk`) in this request: applyTo,
@@ -547,7 +575,9 @@ impl Mutator {
     pub(crate) fn effect(&self) -> Effect<'_> {
         match &self.action {
             Action::Assign(assign::ValueSource::Value(value)) => Effect::Replace(Some(value)),
-            Action::Assign(assign::ValueSource::FromMetadata(_)) => Effect::Replace(None),
+            Action::Assign(
+                assign::ValueSource::FromMetadata(_) | assign::ValueSource::External(_),
+            ) => Effect::Replace(None),
             Action::Assign(assign::ValueSource::FromNamespace { .. }) => {
                 Effect::ReplaceFromNamespace
             }
@@ -557,7 +587,9 @@ impl Mutator {
                 value: Some(value),
                 always: true,
             },
-            Action::AssignMetadata(assign::ValueSource::FromMetadata(_)) => Effect::AddIfAbsent {
+            Action::AssignMetadata(
+                assign::ValueSource::FromMetadata(_) | assign::ValueSource::External(_),
+            ) => Effect::AddIfAbsent {
                 value: None,
                 always: true,
             },
@@ -590,6 +622,16 @@ impl Mutator {
                 &self.location,
                 &self.tests,
                 &assign::AssignSetter(value),
+                object,
+            ),
+            Action::Assign(assign::ValueSource::External(source))
+            | Action::AssignMetadata(assign::ValueSource::External(source)) => walk::mutate(
+                &self.location,
+                &self.tests,
+                &PlaceholderSetter {
+                    source,
+                    username: request.username,
+                },
                 object,
             ),
             Action::Assign(source) | Action::AssignMetadata(source) => {

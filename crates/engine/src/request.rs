@@ -8,6 +8,11 @@ use std::fmt;
 pub use sartor_api::{Operation, Source};
 use serde_json::Value;
 
+use crate::external::Answers;
+
+/// The answers of an admission that has none.
+static NO_ANSWERS: std::sync::LazyLock<Answers> = std::sync::LazyLock::new(Answers::new);
+
 /// An object's group, version and kind, as in its `apiVersion` and `kind`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Gvk {
@@ -42,6 +47,12 @@ pub struct Admission<'a> {
     pub namespaces: &'a dyn NamespaceLookup,
     /// Whether to build the RFC 6902 patch from `object` to the result.
     pub patch: bool,
+    /// The requesting user's name (`userInfo.username`), the key of
+    /// externalData with `dataSource: Username`; `""` offline.
+    pub username: &'a str,
+    /// What external data providers answered, for a second run after one
+    /// that asked ([`Mutation::unanswered`](crate::Mutation::unanswered)).
+    pub answers: &'a Answers,
 }
 
 /// Namespace objects by name, for `namespaceSelector` and `fromNamespace`.
@@ -72,6 +83,8 @@ pub struct Request<'a> {
     /// needed only by mutators with a `namespaceSelector` or a value from the
     /// Namespace.
     pub namespace_object: Option<&'a Value>,
+    /// The requesting user's name; `""` offline.
+    pub username: &'a str,
 }
 
 // === impl Gvk ===
@@ -146,6 +159,8 @@ impl<'a> Admission<'a> {
             namespace,
             namespaces: &NoNamespaces,
             patch: false,
+            username: "",
+            answers: &NO_ANSWERS,
         }
     }
 
@@ -173,6 +188,18 @@ impl<'a> Admission<'a> {
         Admission { namespaces, ..self }
     }
 
+    /// The same admission, requested by `username`.
+    #[must_use]
+    pub fn username(self, username: &'a str) -> Admission<'a> {
+        Admission { username, ..self }
+    }
+
+    /// The same admission, with what external data providers answered.
+    #[must_use]
+    pub fn answers(self, answers: &'a Answers) -> Admission<'a> {
+        Admission { answers, ..self }
+    }
+
     /// The same admission, asking for the RFC 6902 patch.
     #[must_use]
     pub fn with_patch(self) -> Admission<'a> {
@@ -191,6 +218,7 @@ impl fmt::Debug for Admission<'_> {
             .field("source", &self.source)
             .field("namespace", &self.namespace)
             .field("patch", &self.patch)
+            .field("username", &self.username)
             .finish_non_exhaustive()
     }
 }
@@ -219,6 +247,7 @@ impl<'a> Request<'a> {
             source: Source::Original,
             namespace,
             namespace_object: None,
+            username: "",
         }
     }
 }

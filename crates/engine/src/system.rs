@@ -21,6 +21,7 @@ use serde_json::{Map, Value};
 use crate::condition::{ConditionConflict, may_write};
 use crate::conflict::Conflict;
 use crate::convergence::Convergence;
+use crate::external::{self, Asks};
 use crate::matching::{MatchError, metadata_str};
 use crate::mutator::{Applies, Mutator, MutatorId, Operations};
 use crate::patch;
@@ -94,6 +95,13 @@ pub struct Mutation {
     /// The RFC 6902 patch from the admitted object to `object`, when the
     /// admission asked for one ([`Admission::with_patch`]) and `object` is set.
     pub patch: Option<json_patch::Patch>,
+    /// The keys externalData mutators ask their providers for, once the
+    /// object converged; empty when none applied.
+    pub asks: Asks,
+    /// Whether a provider in `asks` had no answers in the admission: then
+    /// `object` and `patch` are unset; ask the providers and mutate again
+    /// with their answers ([`Admission::answers`]).
+    pub unanswered: bool,
 }
 
 /// One mutator changing one place of the object.
@@ -165,6 +173,17 @@ pub enum Failure {
         #[source]
         source: WalkError,
     },
+    /// External data could not be put in place and a failurePolicy is `Fail`
+    /// (Gatekeeper's message).
+    #[error("{0}")]
+    ExternalData(String),
+    /// The admitted object holds the field name placeholders are stored
+    /// under, which no Kubernetes object uses.
+    #[error(
+        "the object holds the field name {:?}, reserved for sartor's external data placeholders",
+        external::PLACEHOLDER_FIELD
+    )]
+    ReservedField,
     /// The object kept changing.
     #[error("{}", not_converging(*passes, changing))]
     NotConverging {
@@ -448,7 +467,12 @@ impl System {
             source: admission.source,
             namespace: admission.namespace,
             namespace_object,
+            username: admission.username,
         };
+        let external = candidates.iter().any(|c| c.mutator.provider().is_some());
+        if external && external::holds_placeholder_field(admitted) {
+            return Err(fail(admitted, gvk, &request, Failure::ReservedField));
+        }
         let run = Run {
             candidates: &candidates,
             gvk,
@@ -501,6 +525,18 @@ impl System {
             let changes = mutation.changes.get(first_change..).unwrap_or_default();
             let mut replay = |start: &mut Value, passes: usize| run.replay(start, passes);
             if convergence.converged(pass, changes, &object, &mut replay)? {
+                if external && let Cow::Owned(mutated) = &mut object {
+                    mutation.asks = external::asks(mutated);
+                    if mutation.asks.keys().any(|p| !admission.answers.has(p)) {
+                        mutation.unanswered = true;
+                        return Ok(mutation);
+                    }
+                    if !mutation.asks.is_empty() {
+                        external::resolve(mutated, admission.answers).map_err(|message| {
+                            fail(mutated, gvk, &request, Failure::ExternalData(message))
+                        })?;
+                    }
+                }
                 if self.annotate && !mutation.changes.is_empty() {
                     self.annotate_object(object.to_mut(), &mutation);
                 }
@@ -771,6 +807,7 @@ impl ObjectRef {
             source: admission.source,
             namespace: admission.namespace,
             namespace_object: None,
+            username: admission.username,
         };
         ObjectRef::of(admission.object, &admission.gvk, &request)
     }

@@ -59,6 +59,10 @@ pub enum SetError {
     /// The value to put in a keyed list is not an object.
     #[error("the value for a keyed-list element must be an object, got {0}")]
     NotAnObjectValue(&'static str),
+    /// External data sends the string at the location as its key; something
+    /// else is there.
+    #[error("{0} is there, not a string to send to the external data provider as the key")]
+    ExternalKeyNotAString(&'static str),
     /// The existing value is not what the kind works on.
     #[error("{found} is not {expected}")]
     Unexpected {

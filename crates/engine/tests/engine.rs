@@ -18,6 +18,8 @@ mod conditions;
 mod exclusion;
 #[path = "engine/expansion.rs"]
 mod expansion;
+#[path = "engine/external.rs"]
+mod external;
 #[path = "engine/in_place.rs"]
 pub mod in_place;
 #[path = "engine/matching.rs"]

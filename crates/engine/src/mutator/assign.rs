@@ -11,6 +11,7 @@ use super::{
     Action, Parts, Problem, ends_in_list, finish, parse_location, reject_key_change,
     reject_metadata_root,
 };
+use crate::external::ExternalSource;
 use crate::matching::{metadata_str, namespace_of};
 use crate::request::Request;
 use crate::walk::{SetError, Setter, value_equals};
@@ -33,6 +34,8 @@ pub(crate) enum ValueSource {
     },
     /// `remove: true`: no value; what is at the location goes (sartor only).
     Remove,
+    /// `externalData`: a provider's answer, put in place after convergence.
+    External(ExternalSource),
 }
 
 /// Removes the field the location ends at, or the list elements its last
@@ -49,6 +52,11 @@ pub(super) fn compile(spec: &AssignSpec) -> Result<Parts, Problem> {
     let source = ValueSource::compile(&spec.parameters.assign)?;
     if let Some(list) = ends_in_list(&location) {
         match &source {
+            ValueSource::External(_) => {
+                return Err(Problem::ExternalIntoList {
+                    location: location.clone(),
+                });
+            }
             ValueSource::FromMetadata(_) => {
                 return Err(Problem::MetadataIntoList {
                     location: location.clone(),
@@ -120,8 +128,7 @@ pub(super) fn compile(spec: &AssignSpec) -> Result<Parts, Problem> {
 
 impl ValueSource {
     /// Reads `spec.parameters.assign`: exactly one of value, fromMetadata,
-    /// fromNamespace and externalData, and sartor does not call external data
-    /// providers.
+    /// fromNamespace, externalData and remove; `UseDefault` needs a `default`.
     pub(super) fn compile(field: &AssignField) -> Result<ValueSource, Problem> {
         let set = usize::from(field.value.is_some())
             + usize::from(field.from_metadata.is_some())
@@ -141,8 +148,19 @@ impl ValueSource {
         if field.remove == Some(true) {
             return Ok(ValueSource::Remove);
         }
-        if field.external_data.is_some() {
-            return Err(Problem::ExternalData);
+        if let Some(external) = &field.external_data {
+            let default = external.default.clone().unwrap_or_default();
+            if external.failure_policy == sartor_api::FailurePolicy::UseDefault
+                && default.is_empty()
+            {
+                return Err(Problem::ExternalDefaultMissing);
+            }
+            return Ok(ValueSource::External(ExternalSource {
+                provider: external.provider.clone(),
+                data_source: external.data_source,
+                failure_policy: external.failure_policy,
+                default,
+            }));
         }
         if let Some(from) = &field.from_namespace {
             let (annotation, key) = match (&from.label, &from.annotation) {
@@ -184,7 +202,7 @@ impl ValueSource {
                     .unwrap_or_default()
                     .to_string(),
             ))),
-            ValueSource::Remove => None,
+            ValueSource::Remove | ValueSource::External(_) => None,
             ValueSource::FromNamespace {
                 annotation,
                 key,

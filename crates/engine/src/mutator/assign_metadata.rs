@@ -24,6 +24,11 @@ pub(super) fn compile(spec: &AssignMetadataSpec) -> Result<Parts, Problem> {
         });
     }
     let source = ValueSource::compile(&spec.parameters.assign)?;
+    if let ValueSource::External(external) = &source
+        && external.data_source != sartor_api::DataSource::Username
+    {
+        return Err(Problem::MetadataExternalSource);
+    }
     if let ValueSource::Value(value) = &source
         && !value.is_string()
     {

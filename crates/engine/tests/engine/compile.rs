@@ -121,8 +121,28 @@ fn assign_rejects_what_gatekeeper_rejects() {
             "Assign a: spec.parameters.assign: set exactly one of value, fromMetadata and externalData",
         ),
         (
-            assign("a", "spec.x", "{assign: {externalData: {provider: p}}}"),
-            "Assign a: spec.parameters.assign.externalData: external data providers are not supported by sartor",
+            assign(
+                "a",
+                "spec.containers[name: foo]",
+                "{assign: {externalData: {provider: p}}}",
+            ),
+            "Assign a: spec.location: spec.containers[name: foo] is a keyed-list element; cannot assign external data response to a list",
+        ),
+        (
+            assign(
+                "a",
+                "spec.x",
+                "{assign: {externalData: {provider: p, failurePolicy: UseDefault}}}",
+            ),
+            "Assign a: spec.parameters.assign.externalData.default: must not be empty when failurePolicy is UseDefault",
+        ),
+        (
+            assign(
+                "a",
+                "spec.x",
+                "{assign: {value: x, externalData: {provider: p}}}",
+            ),
+            "Assign a: spec.parameters.assign: set exactly one of value, fromMetadata and externalData",
         ),
         (
             assign("a", "spec.containers[name: foo", "{assign: {value: 1}}"),
