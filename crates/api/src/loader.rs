@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use crate::expansion::ExpansionTemplate;
 use crate::parse::{Invalid, ParseError, parse_expansion_template, parse_mutator};
-use crate::provider::{Provider, parse_provider};
+use crate::provider::{Provider, is_provider_document, parse_provider};
 use crate::{MutatorKind, MutatorObject};
 
 /// Where documents come from: a file or directory, or standard input (`-`).
@@ -66,6 +66,9 @@ pub struct Loaded {
     pub mutators: Vec<LoadedMutator>,
     /// Problems in input order; a document with a problem yields no mutator.
     pub errors: Vec<LoadError>,
+    /// External data providers (`externaldata.gatekeeper.sh` documents
+    /// among the inputs), in input order.
+    pub providers: Vec<LoadedProvider>,
 }
 
 /// A problem with an input, naming where it is and, when known, which mutator.
@@ -433,7 +436,8 @@ fn list_items(value: &Value) -> Option<&Vec<Value>> {
 
 // === interpreting documents ===
 
-/// Reads every input and interprets every document as a mutator.
+/// Reads every input and interprets every document as a mutator, or as an
+/// external data provider when it is one.
 ///
 /// Every problem is collected, not just the first: unreadable files, invalid
 /// YAML, documents that are not mutators, invalid fields, and a kind/name
@@ -447,8 +451,29 @@ pub fn load_mutators(inputs: &[Input]) -> Loaded {
 /// problems met reading them) those of interpretation and duplicates.
 pub fn mutators_from_documents(documents: &[Document], mut errors: Vec<LoadError>) -> Loaded {
     let mut mutators: Vec<LoadedMutator> = Vec::new();
+    let mut providers: Vec<LoadedProvider> = Vec::new();
     let mut seen: HashMap<(MutatorKind, String), Origin> = HashMap::new();
+    let mut providers_seen: HashMap<String, Origin> = HashMap::new();
     for document in documents {
+        if is_provider_document(&document.value) {
+            match provider_from_document(document) {
+                Ok(loaded) => {
+                    let name = loaded.provider.name().to_string();
+                    if let Some(first) = providers_seen.get(&name) {
+                        errors.push(LoadError {
+                            origin: loaded.origin.clone(),
+                            subject: Some(format!("Provider {name}")),
+                            problem: Box::new(Problem::Duplicate(first.clone())),
+                        });
+                    } else {
+                        providers_seen.insert(name, loaded.origin.clone());
+                        providers.push(loaded);
+                    }
+                }
+                Err(e) => errors.push(e),
+            }
+            continue;
+        }
         match mutator_from_document(document) {
             Ok(loaded) => {
                 let key = (loaded.object.kind(), loaded.object.name().to_string());
@@ -466,7 +491,11 @@ pub fn mutators_from_documents(documents: &[Document], mut errors: Vec<LoadError
             Err(e) => errors.push(e),
         }
     }
-    Loaded { mutators, errors }
+    Loaded {
+        mutators,
+        errors,
+        providers,
+    }
 }
 
 /// An expansion template as read: where, and what.

@@ -4,9 +4,9 @@ use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 use sartor_api::{
-    Document, Input, LoadError, Loaded, LoadedTemplate, Origin, Problem, api_group,
-    is_expansion_template_document, is_mutator_document, mutators_from_documents, read_documents,
-    template_from_document,
+    Document, Input, LoadError, Loaded, LoadedProvider, LoadedTemplate, Origin, Problem, api_group,
+    is_expansion_template_document, is_mutator_document, is_provider_document,
+    mutators_from_documents, read_documents, template_from_document,
 };
 use sartor_controller::files::{self, FileError};
 use sartor_engine::analysis::{self, Rule, Severity};
@@ -142,6 +142,8 @@ pub struct Repository {
     /// The expansion templates found (in `--mutators` or the inputs) that
     /// are valid; the others are findings.
     pub templates: Vec<LoadedTemplate>,
+    /// The external data providers found (in `--mutators` or the inputs).
+    pub providers: Vec<LoadedProvider>,
     /// The documents that are not mutators, in input order.
     pub others: Vec<Document>,
     /// How many documents were left out: kustomize's files, and documents
@@ -177,10 +179,14 @@ pub fn repository(explicit: &[String], inputs: &[Input]) -> Repository {
     let (templates_read, read): (Vec<Document>, Vec<Document>) =
         read.into_iter().partition(is_template);
     template_documents.extend(templates_read);
-    let (mutators, others): (Vec<Document>, Vec<Document>) = read
-        .into_iter()
-        .partition(|document| is_mutator_document(&document.value));
-    let found = mutators.len();
+    let (mutators, others): (Vec<Document>, Vec<Document>) =
+        read.into_iter().partition(|document| {
+            is_mutator_document(&document.value) || is_provider_document(&document.value)
+        });
+    let found = mutators
+        .iter()
+        .filter(|d| is_mutator_document(&d.value))
+        .count();
     documents.extend(mutators);
     let mut templates = Vec::new();
     let mut names: HashMap<String, Origin> = HashMap::new();
@@ -202,9 +208,11 @@ pub fn repository(explicit: &[String], inputs: &[Input]) -> Repository {
             Err(error) => errors.push(error),
         }
     }
-    let (system, mut findings, origins) = compile(mutators_from_documents(&documents, errors));
+    let (system, mut findings, origins, providers) =
+        compile(mutators_from_documents(&documents, errors));
     let mut repository = Repository {
         system,
+        providers,
         findings: Vec::new(),
         origins,
         found,
@@ -274,7 +282,14 @@ impl Repository {
 }
 
 /// Compiles what the loader read into a System, every problem a finding.
-fn compile(loaded: Loaded) -> (System, Vec<Finding>, HashMap<MutatorId, Origin>) {
+fn compile(
+    loaded: Loaded,
+) -> (
+    System,
+    Vec<Finding>,
+    HashMap<MutatorId, Origin>,
+    Vec<LoadedProvider>,
+) {
     let compiled = files::compile(loaded);
     let mut findings: Vec<Finding> = compiled
         .errors
@@ -306,6 +321,7 @@ fn compile(loaded: Loaded) -> (System, Vec<Finding>, HashMap<MutatorId, Origin>)
         compiled.system,
         findings,
         compiled.origins.into_iter().collect(),
+        compiled.providers,
     )
 }
 

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use sartor_api::{Input, LoadError, Loaded, Origin, load_mutators};
+use sartor_api::{Input, LoadError, Loaded, LoadedProvider, Origin, Provider, load_mutators};
 use sartor_engine::{CompileError, Conflict, Mutator, MutatorId, System};
 use sartor_webhook::{Snapshot, Webhook};
 
@@ -32,6 +32,8 @@ pub struct Compiled {
     pub origins: Vec<(MutatorId, Origin)>,
     /// What could not be read or compiled, in input order.
     pub errors: Vec<FileError>,
+    /// The external data providers read, in input order.
+    pub providers: Vec<LoadedProvider>,
 }
 
 /// A document that yields no mutator.
@@ -57,6 +59,7 @@ pub fn load(inputs: &[Input]) -> Compiled {
 pub fn compile(loaded: Loaded) -> Compiled {
     let mut compiled = Compiled {
         errors: loaded.errors.into_iter().map(FileError::Load).collect(),
+        providers: loaded.providers,
         ..Compiled::default()
     };
     for mutator in loaded.mutators {
@@ -248,6 +251,28 @@ impl FileWatch {
             }
             return Reload::Refused;
         }
+        let providers: Vec<Provider> = compiled
+            .providers
+            .iter()
+            .map(|p| p.provider.clone())
+            .collect();
+        if let Err(errors) = self.webhook.providers().set(&providers) {
+            self.webhook.metrics().record_mutator_reload(false);
+            let problems: Vec<String> = errors
+                .iter()
+                .map(|error| {
+                    let origin = compiled
+                        .providers
+                        .iter()
+                        .find(|p| p.provider.name() == error.name)
+                        .map(|p| p.origin.to_string())
+                        .unwrap_or_default();
+                    format!("{origin}: {error}")
+                })
+                .collect();
+            tracing::error!(problems = %problems.join("; "), "external data providers cannot be used; keeping the last good set");
+            return Reload::Refused;
+        }
         for (origin, id, conflict) in compiled.conflicts() {
             tracing::warn!(problem = %format_args!("{origin}: {id}: {conflict}"), "mutator conflict: not enforced until it clears");
         }
@@ -259,7 +284,12 @@ impl FileWatch {
             system,
             errors: Vec::new(),
         });
-        tracing::info!(mutators, conflicted, "mutators loaded");
+        tracing::info!(
+            mutators,
+            conflicted,
+            providers = providers.len(),
+            "mutators loaded"
+        );
         Reload::Published
     }
 }

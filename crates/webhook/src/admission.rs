@@ -3,16 +3,20 @@
 //! the request path reads it and never waits on an update.
 
 use std::sync::{Arc, RwLock};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use sartor_api::{GATEKEEPER_GROUP, GROUP, MutatorKind, Wildcard, json_type, parse_mutator};
-use sartor_engine::{Admission, Conflict, Mutator, MutatorId, NamespaceLookup, Operation, System};
+use sartor_engine::{
+    Admission, Conflict, MutateError, Mutation, Mutator, MutatorId, NamespaceLookup, Operation,
+    System,
+};
 use sartor_location::{KeyValue, Node, Path};
 use serde_json::Value;
 
 use crate::metrics::{Metrics, Outcome};
 use crate::namespaces::{Lookup, Namespaces};
+use crate::providers::{DEFAULT_PROVIDER_CACHE_TTL, Providers};
 use crate::review::{AdmissionRequest, AdmissionResponse, AdmissionReview, ReviewError};
 
 /// What the server does with an object it could not mutate
@@ -52,6 +56,14 @@ pub struct Settings {
     /// Whether each mutated request is logged at `info` (`--log-mutations`,
     /// off by default like Gatekeeper's flag); otherwise at `debug`.
     pub log_mutations: bool,
+    /// How long after a request arrives external data providers may still
+    /// be answering it (`--provider-deadline-ms`): below the mutating
+    /// webhook's `timeoutSeconds`, so sartor answers before the API server
+    /// gives up.
+    pub provider_deadline: Duration,
+    /// How long an external data provider's answer for a key is reused
+    /// (`--provider-cache-ttl`); zero: never.
+    pub provider_cache_ttl: Duration,
 }
 
 impl Settings {
@@ -68,9 +80,15 @@ impl Settings {
             exemptable_namespaces: Vec::new(),
             mutation_annotations: false,
             log_mutations: false,
+            provider_deadline: DEFAULT_PROVIDER_DEADLINE,
+            provider_cache_ttl: DEFAULT_PROVIDER_CACHE_TTL,
         }
     }
 }
+
+/// The default [`Settings::provider_deadline`]: the install's mutating
+/// webhook waits 1 s, and the rest of the answer takes well under 100 ms.
+pub const DEFAULT_PROVIDER_DEADLINE: Duration = Duration::from_millis(800);
 
 /// One published set of mutators.
 #[derive(Debug, Clone, Default)]
@@ -121,6 +139,7 @@ pub struct Webhook {
     snapshot: tokio::sync::watch::Sender<Option<Arc<Snapshot>>>,
     crds: RwLock<Vec<MutatorCrd>>,
     namespaces: Box<dyn Namespaces>,
+    providers: Arc<Providers>,
     metrics: Arc<Metrics>,
 }
 
@@ -267,13 +286,21 @@ impl Webhook {
         namespaces: Box<dyn Namespaces>,
         metrics: Arc<Metrics>,
     ) -> Webhook {
+        let providers = Arc::new(Providers::new(settings.provider_cache_ttl, metrics.clone()));
         Webhook {
             settings,
             snapshot: tokio::sync::watch::Sender::new(None),
             crds: RwLock::new(Vec::new()),
             namespaces,
+            providers,
             metrics,
         }
+    }
+
+    /// The external data providers it calls; a source sets them
+    /// ([`Providers::set`]).
+    pub fn providers(&self) -> &Arc<Providers> {
+        &self.providers
     }
 
     /// The settings it runs with.
@@ -360,7 +387,29 @@ impl Webhook {
             },
             None => None,
         };
-        let (response, outcome) = self.mutate_admitted(&request, &admitted, namespace, started);
+        let namespaces = Prefetched(namespace);
+        let ephemeral = is_ephemeral_containers(&request);
+        let mut admission = admitted
+            .admission
+            .clone()
+            .namespaces(&namespaces)
+            .username(&request.user_info.username);
+        if !ephemeral {
+            admission = admission.with_patch();
+        }
+        let system = &admitted.snapshot.system;
+        let mut result = system.mutate(&admission);
+        // External data: ask the providers what the first run asked, then
+        // mutate again with their answers.
+        let answers;
+        if let Ok(first) = &result
+            && first.unanswered
+        {
+            let deadline = started + self.settings.provider_deadline;
+            answers = self.providers.ask(&first.asks, deadline).await;
+            result = system.mutate(&admission.clone().answers(&answers));
+        }
+        let (response, outcome) = self.answer(&request, &admission, result, started);
         review_reply(response, &version, outcome)
     }
 
@@ -404,23 +453,21 @@ impl Webhook {
         }))
     }
 
-    /// Mutates an admitted object with the snapshot it was admitted under.
-    fn mutate_admitted(
+    /// The answer to an admitted object's mutation.
+    fn answer(
         &self,
         request: &AdmissionRequest,
-        admitted: &Admitted<'_>,
-        namespace: Option<Arc<Value>>,
+        admission: &Admission<'_>,
+        result: Result<Mutation, MutateError>,
         started: Instant,
     ) -> (AdmissionResponse, Outcome) {
         let uid = request.uid.as_str();
-        let object = admitted.admission.object;
-        let ephemeral = is_ephemeral_containers(request);
-        let namespaces = Prefetched(namespace);
-        let mut admission = admitted.admission.clone().namespaces(&namespaces);
-        if !ephemeral {
-            admission = admission.with_patch();
-        }
-        let mut mutation = match admitted.snapshot.system.mutate(&admission) {
+        let object = admission.object;
+        let mut mutation = match result {
+            Ok(mutation) if mutation.unanswered => {
+                // Every provider asked is answered, if only with an error.
+                return self.failed(uid, "external data providers left unasked".to_string());
+            }
             Ok(mutation) => mutation,
             Err(error) => {
                 tracing::warn!(uid, %error, "mutation failed");

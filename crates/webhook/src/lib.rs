@@ -17,6 +17,7 @@ pub mod admission;
 pub mod certs;
 pub mod metrics;
 pub mod namespaces;
+pub mod providers;
 pub mod review;
 mod routes;
 pub mod server;
@@ -24,7 +25,8 @@ pub mod tls;
 
 pub use admission::{OnError, Reply, Settings, Snapshot, Webhook};
 pub use certs::{CertFiles, SelfSigned};
-pub use metrics::{Endpoint, Metrics, Outcome, RulesState};
+pub use metrics::{Endpoint, Metrics, Outcome, ProviderCall, RulesState};
 pub use namespaces::{Fixed, Lookup, Namespaces, Unlabelled};
+pub use providers::{ProviderError, Providers};
 pub use server::{Config, Limits, MAX_BODY_BYTES, ServeError, Server};
 pub use tls::{Certificate, TlsError, TlsFiles};

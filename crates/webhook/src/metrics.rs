@@ -10,6 +10,9 @@
 //! | `sartor_mutator_reloads_total` | counter | `result` (`ok`, `error`) |
 //! | `sartor_mutator_crd_installed` | gauge (1, 0) | `group`, `kind` |
 //! | `sartor_tls_certificate_reloads_total` | counter | `result` (`ok`, `error`) |
+//! | `sartor_provider_requests_total` | counter | `provider`, `result` (`ok`, `invalid`, `error`, `timeout`, `busy`) |
+//! | `sartor_provider_request_duration_seconds` | histogram | `provider` |
+//! | `sartor_provider_cache_lookups_total` | counter | `provider`, `result` (`hit`, `miss`) |
 
 use std::sync::Mutex;
 use std::time::Duration;
@@ -159,6 +162,45 @@ struct ResultLabels {
     result: &'static str,
 }
 
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ProviderLabels {
+    provider: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ProviderResultLabels {
+    provider: String,
+    result: &'static str,
+}
+
+/// How one call to an external data provider ended: the `result` label.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ProviderCall {
+    /// A valid answer.
+    Ok,
+    /// An answer with a `systemError` or not declared idempotent.
+    Invalid,
+    /// No answer: connection, TLS, HTTP or decoding error.
+    Error,
+    /// No answer by the deadline.
+    Timeout,
+    /// Not sent: every slot for the provider stayed taken until the deadline.
+    Busy,
+}
+
+impl ProviderCall {
+    /// The label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProviderCall::Ok => "ok",
+            ProviderCall::Invalid => "invalid",
+            ProviderCall::Error => "error",
+            ProviderCall::Timeout => "timeout",
+            ProviderCall::Busy => "busy",
+        }
+    }
+}
+
 // === impl Endpoint ===
 
 impl Endpoint {
@@ -235,6 +277,9 @@ pub struct Metrics {
     tls_reloads: Family<ResultLabels, Counter>,
     rules: Family<RuleLabels, Gauge>,
     rules_state: Family<RulesStateLabels, Gauge>,
+    provider_calls: Family<ProviderResultLabels, Counter>,
+    provider_latency: Family<ProviderLabels, Histogram, fn() -> Histogram>,
+    provider_cache: Family<ProviderResultLabels, Counter>,
     /// Serialises `set_mutators` and `set_crds` so two updates never
     /// interleave their gauges.
     gauge_lock: Mutex<()>,
@@ -312,7 +357,30 @@ impl Metrics {
             "Cluster mode, derived rules: 1 for the state the mutating webhook's rules are in (derived, off, missing, error), 0 for the others",
             rules_state.clone(),
         );
+        let provider_calls = Family::<ProviderResultLabels, Counter>::default();
+        registry.register(
+            "provider_requests",
+            "Calls to external data providers, by provider and result (ok, invalid, error, timeout, busy)",
+            provider_calls.clone(),
+        );
+        let provider_latency = Family::<ProviderLabels, Histogram>::new_with_constructor(
+            (|| Histogram::new(LATENCY_BUCKETS)) as fn() -> Histogram,
+        );
+        registry.register(
+            "provider_request_duration_seconds",
+            "Time of each call to an external data provider, by provider",
+            provider_latency.clone(),
+        );
+        let provider_cache = Family::<ProviderResultLabels, Counter>::default();
+        registry.register(
+            "provider_cache_lookups",
+            "Keys looked up in the external data cache, by provider and result (hit, miss)",
+            provider_cache.clone(),
+        );
         Metrics {
+            provider_calls,
+            provider_latency,
+            provider_cache,
             registry,
             rules,
             rules_state,
@@ -455,5 +523,38 @@ impl Metrics {
 fn result(ok: bool) -> ResultLabels {
     ResultLabels {
         result: if ok { "ok" } else { "error" },
+    }
+}
+
+// === impl Metrics: external data ===
+
+impl Metrics {
+    /// Counts one call to `provider` and how long it took.
+    pub fn record_provider_call(&self, provider: &str, result: ProviderCall, took: Duration) {
+        self.provider_calls
+            .get_or_create(&ProviderResultLabels {
+                provider: provider.to_string(),
+                result: result.as_str(),
+            })
+            .inc();
+        self.provider_latency
+            .get_or_create(&ProviderLabels {
+                provider: provider.to_string(),
+            })
+            .observe(took.as_secs_f64());
+    }
+
+    /// Counts keys of `provider` found in the cache and not.
+    pub fn record_provider_cache(&self, provider: &str, hits: u64, misses: u64) {
+        for (result, n) in [("hit", hits), ("miss", misses)] {
+            if n > 0 {
+                self.provider_cache
+                    .get_or_create(&ProviderResultLabels {
+                        provider: provider.to_string(),
+                        result,
+                    })
+                    .inc_by(n);
+            }
+        }
     }
 }

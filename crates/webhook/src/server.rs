@@ -117,6 +117,8 @@ impl Server {
     pub async fn bind(config: &Config, webhook: Arc<Webhook>) -> Result<Server, ServeError> {
         let certificate = Arc::new(Certificate::load(&config.tls)?);
         let acceptor = TlsAcceptor::from(Arc::new(certificate.server_config()?));
+        // External data providers see the serving certificate as the client's.
+        webhook.providers().present(certificate.clone());
         let bind = |addr: SocketAddr| async move {
             TcpListener::bind(addr)
                 .await

@@ -141,6 +141,18 @@ pub struct ServeArgs {
     /// a setter error): admit it unmutated with a warning, or deny it.
     #[arg(long, value_enum, default_value_t = OnError::Allow)]
     pub(super) on_error: OnError,
+    /// How long after an admission request arrives external data providers
+    /// may still be answering it, in milliseconds; keep it below the
+    /// mutating webhook's timeoutSeconds (1 s in the install) so sartor
+    /// answers, per each mutator's failurePolicy, before the API server
+    /// gives up. A provider's own `timeout` can only shorten it.
+    #[arg(long, value_name = "MS", default_value_t = 800, value_parser = clap::value_parser!(u64).range(1..))]
+    pub(super) provider_deadline_ms: u64,
+    /// How long an external data provider's answer for a key is reused, in
+    /// seconds (0: ask every time). Gatekeeper's cache has the same default,
+    /// but its mutation does not use it.
+    #[arg(long, value_name = "SECONDS", default_value_t = 180)]
+    pub(super) provider_cache_ttl: u64,
     /// Log format.
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub(super) log_format: LogFormat,
@@ -190,6 +202,8 @@ impl ServeArgs {
         settings.log_mutations = self.log_mutations;
         settings.exemptable_namespaces = self.exemptable_namespaces.clone();
         settings.on_error = self.on_error;
+        settings.provider_deadline = std::time::Duration::from_millis(self.provider_deadline_ms);
+        settings.provider_cache_ttl = std::time::Duration::from_secs(self.provider_cache_ttl);
         settings
     }
 }
