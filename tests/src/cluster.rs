@@ -293,7 +293,11 @@ pub struct Pki {
 }
 
 impl Pki {
-    fn new() -> Result<Pki, rcgen::Error> {
+    /// A new CA.
+    ///
+    /// # Errors
+    /// rcgen's.
+    pub fn new() -> Result<Pki, rcgen::Error> {
         let mut params = CertificateParams::new(Vec::<String>::new())?;
         params
             .distinguished_name

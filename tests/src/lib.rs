@@ -6,6 +6,7 @@
 pub mod apiserver;
 pub mod cluster;
 pub mod https;
+pub mod provider;
 pub mod suite;
 
 use std::path::{Path, PathBuf};

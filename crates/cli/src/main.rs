@@ -5,6 +5,7 @@
 //! 0 ok, 1 a mutation failed, 2 invalid input.
 
 mod crds;
+mod external;
 mod lint;
 mod load;
 mod mutate;

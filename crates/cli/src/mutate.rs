@@ -14,6 +14,7 @@ use sartor_engine::{
 use serde_json::{Value, json};
 
 use crate::Exit;
+use crate::external::External;
 use crate::load::{self, namespace_name};
 
 /// Apply mutators to Kubernetes objects and print the results.
@@ -73,6 +74,21 @@ pub struct MutateArgs {
     /// repository and do not count.
     #[arg(long)]
     exit_code: bool,
+    /// Recorded answers of external data providers (a YAML file mapping
+    /// each Provider's name to its ProviderResponse; see crates/cli/README.md);
+    /// repeat the flag for more. A key the mutators ask for that is not
+    /// recorded is an error: sartor calls no provider unless --call-providers.
+    #[arg(long = "provider-answers", value_name = "FILE", action = clap::ArgAction::Append)]
+    provider_answers: Vec<String>,
+    /// Call the external data providers (the Provider objects among the
+    /// mutators) over the network instead of reading recorded answers; no
+    /// client certificate is presented.
+    #[arg(long, conflicts_with = "provider_answers")]
+    call_providers: bool,
+    /// The requesting user's name, the key of externalData with
+    /// `dataSource: Username`.
+    #[arg(long, value_name = "NAME", default_value = "")]
+    username: String,
     /// Objects to mutate: files, directories, or `-` for stdin.
     #[arg(value_name = "PATH")]
     inputs: Vec<String>,
@@ -136,7 +152,24 @@ pub fn run(args: &MutateArgs) -> anyhow::Result<Exit> {
                 .or_insert_with(|| document.value.clone());
         }
     }
-    let operation = args.operation;
+    let external = if args.call_providers {
+        External::network(&repository.providers)
+    } else {
+        External::recorded(&args.provider_answers)
+    };
+    let external = match external {
+        Ok(external) => external,
+        Err(message) => {
+            eprintln!("error: {message}");
+            return Ok(Exit::InvalidInput);
+        }
+    };
+    let offline = Offline {
+        operation: args.operation,
+        namespaces: &namespaces,
+        external: &external,
+        username: &args.username,
+    };
     let mut outcome = Exit::Ok;
     let mut printer = Printer::new(args);
     let mut identities: HashMap<String, String> = HashMap::new();
@@ -153,7 +186,7 @@ pub fn run(args: &MutateArgs) -> anyhow::Result<Exit> {
                 identities.insert(identity, document.origin.to_string());
             }
         }
-        match mutate_one(&system, document, operation, &namespaces) {
+        match mutate_one(&system, document, &offline) {
             Ok((object, mutation)) => {
                 if args.exit_code && object != document.value && outcome == Exit::Ok {
                     outcome = Exit::Changed;
@@ -167,9 +200,7 @@ pub fn run(args: &MutateArgs) -> anyhow::Result<Exit> {
                     printer.text(&colour(&diff(document, &object)?))?;
                 }
                 let generated = match &expander {
-                    Some(expander) => {
-                        expand_one(expander, &system, document, &object, operation, &namespaces)
-                    }
+                    Some(expander) => expand_one(expander, &system, document, &object, &offline),
                     None => Ok(Vec::new()),
                 };
                 printer.object(object)?;
@@ -283,18 +314,53 @@ impl Printer {
     }
 }
 
-/// `document` mutated as a CREATE or UPDATE of an original object: the
-/// result (the document itself when nothing changed) and what happened.
+/// How objects are admitted offline: what `sartor mutate` and `sartor test`
+/// share.
+pub(crate) struct Offline<'a> {
+    /// CREATE or UPDATE.
+    pub operation: Operation,
+    /// Namespace objects by name.
+    pub namespaces: &'a HashMap<String, Value>,
+    /// Where external data comes from.
+    pub external: &'a External,
+    /// The requesting user's name (externalData's `Username`).
+    pub username: &'a str,
+}
+
+/// Mutates `admission` through the engine, asking for external data when
+/// the first run says a provider must be asked, and mutating again with the
+/// answers (as the webhook does).
+fn admit(
+    system: &sartor_engine::System,
+    admission: Admission<'_>,
+    external: &External,
+) -> Result<Mutation, MutateError> {
+    let first = system.mutate(&admission)?;
+    if !first.unanswered {
+        return Ok(first);
+    }
+    let answers = external
+        .answers(&first.asks)
+        .map_err(|message| MutateError {
+            object: Box::new(ObjectRef::admitted(&admission)),
+            reason: Box::new(Failure::ExternalData(message)),
+        })?;
+    system.mutate(&admission.answers(&answers))
+}
+
+/// Mutates one object as `offline` says: the result (the object itself
+/// when nothing changed) and what happened, or the error message naming
+/// where the object was read.
 pub(crate) fn mutate_one(
     system: &sartor_engine::System,
     document: &Document,
-    operation: Operation,
-    namespaces: &HashMap<String, Value>,
+    offline: &Offline<'_>,
 ) -> Result<(Value, Mutation), String> {
     let admission = Admission::new(&document.value)
-        .operation(operation)
-        .namespaces(namespaces);
-    match system.mutate(&admission) {
+        .operation(offline.operation)
+        .namespaces(offline.namespaces)
+        .username(offline.username);
+    match admit(system, admission, offline.external) {
         Ok(mut mutation) => {
             let object = mutation
                 .object
@@ -313,17 +379,17 @@ pub(crate) fn expand_one(
     system: &sartor_engine::System,
     document: &Document,
     mutated: &Value,
-    operation: Operation,
-    namespaces: &HashMap<String, Value>,
+    offline: &Offline<'_>,
 ) -> Result<Vec<Generated<Mutation>>, String> {
     let namespace = Admission::new(mutated).namespace;
     let mut mutate = |generated: &mut Value| {
         let admission = Admission::new(generated)
-            .operation(operation)
+            .operation(offline.operation)
             .source(Source::Generated)
             .namespace(namespace)
-            .namespaces(namespaces);
-        let mut mutation = system.mutate(&admission)?;
+            .namespaces(offline.namespaces)
+            .username(offline.username);
+        let mut mutation = admit(system, admission, offline.external)?;
         if let Some(object) = mutation.object.take() {
             *generated = object;
         }

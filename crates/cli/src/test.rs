@@ -5,6 +5,7 @@
 //! ```yaml
 //! mutators: [../mutators]              # files or directories, relative to this file
 //! namespaces: [../objects/namespace.yaml]  # optional: Namespace objects
+//! providerAnswers: [answers.yaml]      # optional: recorded provider answers
 //! cases:
 //! - name: pods pull through the mirror
 //!   operation: CREATE                  # optional, CREATE by default
@@ -14,25 +15,35 @@
 //!   expand: true                       # optional: also what each input generates
 //!   input: ../objects/deployment.yaml
 //!   expected: expected/deployment-and-pod.yaml   # the Deployment, then its Pod
+//! - name: images are pinned to digests       # externalData: the answers it expects
+//!   input: ../objects/pod.yaml
+//!   username: alice                    # optional: the requesting user
+//!   providers:                         # each Provider's ProviderResponse
+//!     tag-to-digest:
+//!       response:
+//!         idempotent: true
+//!         items: [{key: "nginx:1.27", value: "nginx@sha256:6784..."}]
+//!   expected: expected/pinned-pod.yaml
 //! - name: an unknown namespace is an error
 //!   input: {apiVersion: v1, kind: Pod, metadata: {name: x, namespace: other}}
 //!   expectedError: needs the labels of Namespace "other"   # part of the message
 //! ```
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::Context as _;
 use clap::Args;
-use sartor_api::{Document, Input, read_documents};
+use sartor_api::{Document, Input, ProviderResponse, read_documents};
 use sartor_engine::{Expander, Operation, System};
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::external::External;
 use crate::load::namespace_name;
-use crate::mutate::{colour, expand_one, mutate_one, yaml_diff};
+use crate::mutate::{Offline, colour, expand_one, mutate_one, yaml_diff};
 use crate::report::{CaseResult, SuiteResult};
 use crate::{Exit, load, report};
 
@@ -75,6 +86,10 @@ struct Suite {
     mutators: Vec<String>,
     #[serde(default)]
     namespaces: Vec<String>,
+    /// Recorded external data answers for every case (see `sartor mutate
+    /// --provider-answers`); a case's own `providers` win.
+    #[serde(default)]
+    provider_answers: Vec<String>,
     cases: Vec<Case>,
 }
 
@@ -94,6 +109,12 @@ struct Case {
     /// it, as `sartor mutate --expand` does; `expected` lists them too.
     #[serde(default)]
     expand: bool,
+    /// The requesting user's name (externalData's `Username`).
+    #[serde(default)]
+    username: String,
+    /// The external data answers this case expects, by Provider name.
+    #[serde(default)]
+    providers: BTreeMap<String, ProviderResponse>,
 }
 
 /// Objects given as a file path or inline.
@@ -279,13 +300,27 @@ fn run_suite(file: &Path, run: Option<&str>) -> SuiteResult {
         result.problems = findings.iter().map(ToString::to_string).collect();
         return result;
     }
+    let recorded = match External::recorded(
+        &suite
+            .provider_answers
+            .iter()
+            .map(relative)
+            .collect::<Vec<_>>(),
+    ) {
+        Ok(External::Recorded(recorded)) => recorded,
+        Ok(External::Network { .. }) => BTreeMap::new(),
+        Err(message) => {
+            result.problems.push(format!("providerAnswers: {message}"));
+            return result;
+        }
+    };
     for case in suite
         .cases
         .iter()
         .filter(|case| run.is_none_or(|pattern| case.name.contains(pattern)))
     {
         let started = Instant::now();
-        let failure = run_case(case, dir, &system, &expander, &namespaces).err();
+        let failure = run_case(case, dir, &system, &expander, &namespaces, &recorded).err();
         result.cases.push(CaseResult {
             name: case.name.clone(),
             failure,
@@ -302,21 +337,30 @@ fn run_case(
     system: &System,
     expander: &Expander,
     namespaces: &HashMap<String, Value>,
+    recorded: &BTreeMap<String, ProviderResponse>,
 ) -> Result<(), String> {
     let inputs = objects(&case.input, dir)?;
-    let operation = case.operation.unwrap_or(Operation::Create);
+    let mut answers = recorded.clone();
+    answers.extend(case.providers.clone());
+    let external = External::Recorded(answers);
     let mut namespaces = namespaces.clone();
     for input in &inputs {
         if let Some(name) = namespace_name(&input.value) {
             namespaces.insert(name.to_string(), input.value.clone());
         }
     }
+    let offline = Offline {
+        operation: case.operation.unwrap_or(Operation::Create),
+        namespaces: &namespaces,
+        external: &external,
+        username: &case.username,
+    };
     let mut outputs = Vec::with_capacity(inputs.len());
     let mut failure = None;
     for input in &inputs {
-        let mutated = mutate_one(system, input, operation, &namespaces).and_then(|(object, _)| {
+        let mutated = mutate_one(system, input, &offline).and_then(|(object, _)| {
             let generated = if case.expand {
-                expand_one(expander, system, input, &object, operation, &namespaces)?
+                expand_one(expander, system, input, &object, &offline)?
             } else {
                 Vec::new()
             };

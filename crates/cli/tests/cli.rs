@@ -645,7 +645,7 @@ fn a_malformed_suite_is_named_with_its_line() {
             2,
             "0 passed, 0 failed, 1 suite invalid\n",
             format!(
-                "error: {path}/bad.sartor-test.yaml: invalid suite: cases[0]: unknown field `inptu`, expected one of `name`, `operation`, `input`, `expected`, `expectedError`, `expand` at line 4 column 3\n"
+                "error: {path}/bad.sartor-test.yaml: invalid suite: cases[0]: unknown field `inptu`, expected one of `name`, `operation`, `input`, `expected`, `expectedError`, `expand`, `username`, `providers` at line 4 column 3\n"
             )
         )
     );

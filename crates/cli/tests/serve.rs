@@ -20,6 +20,9 @@ use base64::Engine as _;
 use sartor_tests::https;
 use serde_json::{Value, json};
 
+#[path = "serve/external_data.rs"]
+mod external_data;
+
 const ALWAYS_PULL: &str = r#"
 apiVersion: mutations.sartor.dev/v1
 kind: Assign

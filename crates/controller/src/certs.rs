@@ -331,7 +331,12 @@ impl CertManager {
             format!("{}.{}.svc", self.options.service, self.options.namespace),
         );
         params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
-        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+        // Also a client certificate: sartor presents it to external data
+        // providers, as Gatekeeper presents its webhook's.
+        params.extended_key_usages = vec![
+            ExtendedKeyUsagePurpose::ServerAuth,
+            ExtendedKeyUsagePurpose::ClientAuth,
+        ];
         params.not_before = now - time::Duration::hours(1);
         params.not_after = now + self.options.cert_validity;
         let key = KeyPair::generate()?;

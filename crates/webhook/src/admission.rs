@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use base64::Engine as _;
 use sartor_api::{GATEKEEPER_GROUP, GROUP, MutatorKind, Wildcard, json_type, parse_mutator};
 use sartor_engine::{
-    Admission, Conflict, MutateError, Mutation, Mutator, MutatorId, NamespaceLookup, Operation,
-    System,
+    Admission, Conflict, Failure, MutateError, Mutation, Mutator, MutatorId, NamespaceLookup,
+    Operation, System,
 };
 use sartor_location::{KeyValue, Node, Path};
 use serde_json::Value;
@@ -469,6 +469,15 @@ impl Webhook {
                 return self.failed(uid, "external data providers left unasked".to_string());
             }
             Ok(mutation) => mutation,
+            // An externalData mutator with `failurePolicy: Fail` asks for
+            // the admission to fail, as in Gatekeeper, whatever --on-error says.
+            Err(error) if matches!(*error.reason, Failure::ExternalData(_)) => {
+                tracing::warn!(uid, %error, "external data failed");
+                return (
+                    AdmissionResponse::deny(uid, 500, error.to_string()),
+                    Outcome::Denied,
+                );
+            }
             Err(error) => {
                 tracing::warn!(uid, %error, "mutation failed");
                 return self.failed(uid, error.to_string());

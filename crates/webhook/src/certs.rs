@@ -69,7 +69,12 @@ impl SelfSigned {
             .distinguished_name
             .push(DnType::CommonName, common_name.to_string());
         params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
-        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+        // Also a client certificate: sartor presents it to external data
+        // providers, as Gatekeeper presents its webhook's.
+        params.extended_key_usages = vec![
+            ExtendedKeyUsagePurpose::ServerAuth,
+            ExtendedKeyUsagePurpose::ClientAuth,
+        ];
         let key = KeyPair::generate()?;
         let cert = params.signed_by(&key, &ca)?;
         Ok(SelfSigned {
