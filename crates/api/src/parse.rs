@@ -237,48 +237,19 @@ pub fn parse_mutator(value: &Value) -> Result<MutatorObject, ParseError> {
 /// # Errors
 /// A [`ParseError`] naming the template and the field at fault.
 pub fn parse_expansion_template(value: &Value) -> Result<ExpansionTemplate, ParseError> {
-    let name = value
-        .get("metadata")
-        .and_then(|m| m.get("name"))
-        .and_then(Value::as_str);
-    let subject = Some(match name {
-        Some(n) => format!("ExpansionTemplate {n}"),
-        None => "ExpansionTemplate".to_string(),
-    });
-    let fail = |problem: Invalid| ParseError {
-        subject: subject.clone(),
-        problem: Box::new(problem),
-    };
-    let invalid = |path: &str, message: &str| {
-        fail(Invalid::Field {
-            path: path.to_string(),
-            message: message.to_string(),
-        })
-    };
-    let api_version = value
-        .get("apiVersion")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    let kind = value
-        .get("kind")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    let version = api_version
-        .split_once('/')
-        .map(|(_, v)| v)
-        .unwrap_or_default();
-    if kind != "ExpansionTemplate" || !EXPANSION_VERSIONS.contains(&version) {
+    let header = Header::read(value, "ExpansionTemplate");
+    let fail = |problem: Invalid| header.fail(problem);
+    let invalid = |path: &str, message: &str| header.invalid(path, message);
+    if header.kind != "ExpansionTemplate"
+        || header.group != EXPANSION_GROUP
+        || !EXPANSION_VERSIONS.contains(&header.version)
+    {
         return Err(fail(Invalid::NotATemplate {
-            api_version: api_version.to_string(),
-            kind: kind.to_string(),
+            api_version: header.api_version.to_string(),
+            kind: header.kind.to_string(),
         }));
     }
-    let mut value = value.clone();
-    if let Value::Object(map) = &mut value {
-        map.remove("status");
-        map.remove("apiVersion");
-        map.remove("kind");
-    }
+    let value = header.body(value);
     let template: ExpansionTemplate = deserialize(&value).map_err(fail)?;
     let name = template.metadata.name.as_deref().unwrap_or_default();
     if name.is_empty() || name.len() >= 64 {
@@ -313,6 +284,72 @@ pub fn parse_expansion_template(value: &Value) -> Result<ExpansionTemplate, Pars
         }
     }
     Ok(template)
+}
+
+/// The start of every Gatekeeper object read unchanged (ExpansionTemplate,
+/// Provider): how errors name it, and its apiVersion and kind.
+pub(crate) struct Header<'v> {
+    /// `Kind name`, or the kind alone without a name.
+    subject: Option<String>,
+    /// `apiVersion` as written (`""` when missing).
+    pub(crate) api_version: &'v str,
+    /// The group of `apiVersion`.
+    pub(crate) group: &'v str,
+    /// The version of `apiVersion`.
+    pub(crate) version: &'v str,
+    /// `kind` as written.
+    pub(crate) kind: &'v str,
+}
+
+impl<'v> Header<'v> {
+    /// Reads `value`'s header; errors name it `expected name`.
+    pub(crate) fn read(value: &'v Value, expected: &str) -> Header<'v> {
+        let text = |field: &str| value.get(field).and_then(Value::as_str);
+        let name = value
+            .get("metadata")
+            .and_then(|m| m.get("name"))
+            .and_then(Value::as_str);
+        let api_version = text("apiVersion").unwrap_or_default();
+        let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+        Header {
+            subject: Some(match name {
+                Some(n) => format!("{expected} {n}"),
+                None => expected.to_string(),
+            }),
+            api_version,
+            group,
+            version,
+            kind: text("kind").unwrap_or_default(),
+        }
+    }
+
+    /// The error `problem` about this object.
+    pub(crate) fn fail(&self, problem: Invalid) -> ParseError {
+        ParseError {
+            subject: self.subject.clone(),
+            problem: Box::new(problem),
+        }
+    }
+
+    /// The error that `path` is wrong: `message`.
+    pub(crate) fn invalid(&self, path: &str, message: impl Into<String>) -> ParseError {
+        self.fail(Invalid::Field {
+            path: path.to_string(),
+            message: message.into(),
+        })
+    }
+
+    /// The object without what its type does not hold: `status`,
+    /// `apiVersion`, `kind`.
+    pub(crate) fn body(&self, value: &Value) -> Value {
+        let mut body = value.clone();
+        if let Value::Object(map) = &mut body {
+            map.remove("status");
+            map.remove("apiVersion");
+            map.remove("kind");
+        }
+        body
+    }
 }
 
 const TOP_LEVEL: [&str; 5] = ["apiVersion", "kind", "metadata", "spec", "status"];

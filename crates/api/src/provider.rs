@@ -11,7 +11,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::parse::{Invalid, ParseError, deserialize};
+use crate::parse::{Header, Invalid, ParseError, deserialize};
 
 /// Gatekeeper's external data API group.
 pub const EXTERNAL_DATA_GROUP: &str = "externaldata.gatekeeper.sh";
@@ -162,46 +162,19 @@ pub fn is_provider_document(value: &Value) -> bool {
 /// # Errors
 /// A [`ParseError`] naming the provider and the field at fault.
 pub fn parse_provider(value: &Value) -> Result<Provider, ParseError> {
-    let name = value
-        .get("metadata")
-        .and_then(|m| m.get("name"))
-        .and_then(Value::as_str);
-    let subject = Some(match name {
-        Some(n) => format!("Provider {n}"),
-        None => "Provider".to_string(),
-    });
-    let fail = |problem: Invalid| ParseError {
-        subject: subject.clone(),
-        problem: Box::new(problem),
-    };
-    let invalid = |path: &str, message: String| {
-        fail(Invalid::Field {
-            path: path.to_string(),
-            message,
-        })
-    };
-    let api_version = value
-        .get("apiVersion")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    let kind = value
-        .get("kind")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
-    if kind != "Provider" || group != EXTERNAL_DATA_GROUP || !PROVIDER_VERSIONS.contains(&version) {
-        return Err(fail(Invalid::NotAProvider {
-            api_version: api_version.to_string(),
-            kind: kind.to_string(),
+    let header = Header::read(value, "Provider");
+    let invalid = |path: &str, message: String| header.invalid(path, message);
+    if header.kind != "Provider"
+        || header.group != EXTERNAL_DATA_GROUP
+        || !PROVIDER_VERSIONS.contains(&header.version)
+    {
+        return Err(header.fail(Invalid::NotAProvider {
+            api_version: header.api_version.to_string(),
+            kind: header.kind.to_string(),
         }));
     }
-    let mut value = value.clone();
-    if let Value::Object(map) = &mut value {
-        map.remove("status");
-        map.remove("apiVersion");
-        map.remove("kind");
-    }
-    let provider: Provider = deserialize(&value).map_err(fail)?;
+    let provider: Provider =
+        deserialize(&header.body(value)).map_err(|problem| header.fail(problem))?;
     let spec = &provider.spec;
     if provider.name().is_empty() {
         return Err(invalid(

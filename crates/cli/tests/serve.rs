@@ -129,17 +129,35 @@ impl Served {
         }
     }
 
+    /// The patch the webhook answers for a Pod `web` with one container.
     async fn patch(&self) -> Value {
         let pod = json!({
             "apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": "web"},
+            "metadata": {"name": "web", "namespace": "shop"},
             "spec": {"containers": [{"name": "app", "image": "nginx"}]},
         });
+        let response = self.admit(&pod).await;
+        match response["patch"].as_str() {
+            None => json!([]),
+            Some(patch) => serde_json::from_slice(
+                &base64::engine::general_purpose::STANDARD
+                    .decode(patch)
+                    .unwrap(),
+            )
+            .unwrap(),
+        }
+    }
+
+    /// Sends the Pod `object` for admission (CREATE, in its namespace, by
+    /// user alice); the AdmissionResponse.
+    async fn admit(&self, object: &Value) -> Value {
         let review = json!({
             "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
             "request": {
                 "uid": "u1", "kind": {"group": "", "version": "v1", "kind": "Pod"},
-                "namespace": "shop", "name": "web", "operation": "CREATE", "object": pod,
+                "namespace": object["metadata"]["namespace"], "name": "web",
+                "operation": "CREATE", "object": object,
+                "userInfo": {"username": "alice"},
             },
         });
         let options = https::Options {
@@ -150,15 +168,7 @@ impl Served {
         let answer = client.post("/v1/mutate", review.to_string()).await.unwrap();
         assert_eq!(answer.status, 200, "{}", answer.body);
         let answer: Value = serde_json::from_str(&answer.body).unwrap();
-        match answer["response"]["patch"].as_str() {
-            None => json!([]),
-            Some(patch) => serde_json::from_slice(
-                &base64::engine::general_purpose::STANDARD
-                    .decode(patch)
-                    .unwrap(),
-            )
-            .unwrap(),
-        }
+        answer["response"].clone()
     }
 }
 

@@ -40,28 +40,6 @@ fn pod(namespace: &str, images: &[&str]) -> Value {
 }
 
 impl Served {
-    /// Sends `object` for admission in its namespace; the response.
-    async fn admit(&self, object: &Value) -> Value {
-        let review = json!({
-            "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-            "request": {
-                "uid": "u1", "kind": {"group": "", "version": "v1", "kind": "Pod"},
-                "namespace": object["metadata"]["namespace"], "name": "web",
-                "operation": "CREATE", "object": object,
-                "userInfo": {"username": "alice"},
-            },
-        });
-        let options = https::Options {
-            ca_pem: self.ca_pem.clone(),
-            ..https::Options::default()
-        };
-        let mut client = https::connect_with(self.addr, &options).await.unwrap();
-        let answer = client.post("/v1/mutate", review.to_string()).await.unwrap();
-        assert_eq!(answer.status, 200, "{}", answer.body);
-        let answer: Value = serde_json::from_str(&answer.body).unwrap();
-        answer["response"].clone()
-    }
-
     /// `object` as the webhook's patch leaves it; panics on a denial.
     async fn mutated(&self, object: &Value) -> Value {
         let response = self.admit(object).await;
