@@ -5,6 +5,7 @@
 //!  API server ──watch mutator kinds──▶ MutatorSet ──snapshot──▶ Webhook::publish
 //!      │                                   └──status entries──▶ StatusWriter ──SSA /status──▶ API server
 //!      ├──watch Namespaces──▶ NamespaceCache (the webhook's namespace provider)
+//!      ├──watch Providers──▶ ProviderWatch ──▶ the webhook's external data providers
 //!      ├──Secret + webhook configurations ◀──▶ CertManager ──files──▶ server's TLS reload
 //!      └──discovery + mutating webhook rules ◀──▶ RulesWriter ◀──System::targets── snapshots
 //! ```
@@ -21,6 +22,7 @@ pub mod certs;
 pub mod files;
 pub mod mutators;
 pub mod namespaces;
+pub mod providers;
 pub mod rules;
 pub mod status;
 pub mod watch;
@@ -29,6 +31,7 @@ pub use certs::{CertError, CertManager, CertOptions, SecretAction};
 pub use files::{Compiled, FileError, FileWatch, MutatorFiles, Reload};
 pub use mutators::{Group, MutatorKey, MutatorSet};
 pub use namespaces::NamespaceCache;
+pub use providers::ProviderWatch;
 pub use rules::{RulesAction, RulesError, RulesWriter, Served};
 pub use status::{StatusLimits, StatusQueue, StatusWriter, field_manager};
 pub use watch::{MutatorWatch, Watched, watched};

@@ -360,7 +360,7 @@ fn log_crd_change(watched: &Watched, change: CrdChange) {
 
 /// Whether listing or watching failed with 404: the API server does not serve
 /// the kind (its CRD, or the whole group, is not installed).
-fn is_not_served(error: &watcher::Error) -> bool {
+pub(crate) fn is_not_served(error: &watcher::Error) -> bool {
     match error {
         watcher::Error::InitialListFailed(error) | watcher::Error::WatchStartFailed(error) => {
             is_404(error)
@@ -374,13 +374,13 @@ fn is_not_served(error: &watcher::Error) -> bool {
 /// turns into a `Status` with code 404 and reason `Failed to parse error
 /// data`; kube 5's `Status::is_not_found` accepts only reason `NotFound`, so
 /// the code is what tells.
-fn is_404(error: &kube::Error) -> bool {
+pub(crate) fn is_404(error: &kube::Error) -> bool {
     matches!(error, kube::Error::Api(status) if status.code == 404)
 }
 
 /// The object as the loader reads it, with its `apiVersion` and `kind`
 /// (list items may lack them).
-fn to_value(object: DynamicObject, resource: &ApiResource) -> Option<Value> {
+pub(crate) fn to_value(object: DynamicObject, resource: &ApiResource) -> Option<Value> {
     let mut value = serde_json::to_value(object).ok()?;
     let fields = value.as_object_mut()?;
     fields.insert(

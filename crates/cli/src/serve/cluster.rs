@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use sartor_controller::{
-    CertManager, CertOptions, MutatorWatch, NamespaceCache, RulesWriter, StatusLimits, StatusWriter,
+    CertManager, CertOptions, MutatorWatch, NamespaceCache, ProviderWatch, RulesWriter,
+    StatusLimits, StatusWriter,
 };
 use sartor_webhook::{Metrics, TlsFiles, Webhook};
 
@@ -114,6 +115,13 @@ pub(super) async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
             Duration::from_secs(args.cert_check_interval),
         ));
     }
+    tokio::spawn(
+        ProviderWatch {
+            client: client.clone(),
+            webhook: webhook.clone(),
+        }
+        .run(),
+    );
     let watch = MutatorWatch {
         client,
         webhook,

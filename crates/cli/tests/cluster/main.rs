@@ -29,6 +29,7 @@
 mod admission;
 mod compat;
 mod crds;
+mod external;
 mod install;
 mod lifecycle;
 mod rules;
@@ -78,6 +79,7 @@ const TRIALS: &[Check<Suite>] = trials![
     compat::gatekeeper_mutators_are_enforced_with_gatekeeper_compat,
     compat::a_missing_crd_is_named_and_the_other_kinds_served,
     compat::no_crd_of_sartors_keeps_the_replica_not_ready,
+    external::providers_are_watched_and_images_pinned,
 ];
 
 /// What the trials share: the control plane and what earlier trials set up.

@@ -1,0 +1,117 @@
+//! Watches Gatekeeper's `Provider` objects (`externaldata.gatekeeper.sh`,
+//! cluster-scoped) and keeps the webhook's external data providers equal to
+//! them.
+//!
+//! A Provider that Gatekeeper would refuse (no https, no caBundle, ...) or
+//! whose CA bundle does not parse is left out and logged, the others stay in
+//! force. Without the Provider CRD (no Gatekeeper and no copy installed),
+//! there are no providers: externalData mutators then fail per their
+//! `failurePolicy`, and the watch keeps retrying until the CRD appears.
+
+use std::sync::Arc;
+
+use futures::StreamExt as _;
+use kube::api::{ApiResource, DynamicObject};
+use kube::runtime::{WatchStreamExt as _, reflector, watcher};
+use kube::{Api, Client};
+use sartor_api::{EXTERNAL_DATA_GROUP, Provider, parse_provider};
+use sartor_webhook::Webhook;
+
+use crate::watch::{is_not_served, to_value};
+
+/// The version watched: the one Gatekeeper stores.
+const VERSION: &str = "v1beta1";
+
+/// Keeps `webhook`'s providers equal to the cluster's Provider objects.
+pub struct ProviderWatch {
+    /// The API server.
+    pub client: Client,
+    /// Where providers go.
+    pub webhook: Arc<Webhook>,
+}
+
+/// Where the API serves Providers.
+pub fn provider_resource() -> ApiResource {
+    ApiResource {
+        group: EXTERNAL_DATA_GROUP.to_string(),
+        version: VERSION.to_string(),
+        api_version: format!("{EXTERNAL_DATA_GROUP}/{VERSION}"),
+        kind: "Provider".to_string(),
+        plural: "providers".to_string(),
+    }
+}
+
+impl ProviderWatch {
+    /// Watches until the process ends.
+    pub async fn run(self) {
+        let resource = provider_resource();
+        let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &resource);
+        let writer = reflector::store::Writer::new(resource.clone());
+        let store = writer.as_reader();
+        let mut stream = reflector(writer, watcher(api, watcher::Config::default()))
+            .default_backoff()
+            .boxed();
+        let mut missing_logged = false;
+        while let Some(event) = stream.next().await {
+            match event {
+                Ok(_) => {
+                    missing_logged = false;
+                    let objects = store.state();
+                    let providers = usable(
+                        objects
+                            .iter()
+                            .filter_map(|o| to_value((**o).clone(), &resource)),
+                    );
+                    self.set(providers);
+                }
+                Err(error) if is_not_served(&error) => {
+                    if !missing_logged {
+                        tracing::warn!(
+                            crd = "providers.externaldata.gatekeeper.sh",
+                            "the Provider CRD is not installed: no external data providers (externalData mutators fail per their failurePolicy) until it is"
+                        );
+                        missing_logged = true;
+                    }
+                    self.set(Vec::new());
+                }
+                Err(error) => tracing::warn!(%error, "watching Providers; retrying"),
+            }
+        }
+    }
+
+    /// Puts `providers` in force, leaving out those whose client cannot be
+    /// built.
+    fn set(&self, mut providers: Vec<Provider>) {
+        let names = |providers: &[Provider]| -> Vec<String> {
+            providers.iter().map(|p| p.name().to_string()).collect()
+        };
+        loop {
+            match self.webhook.providers().set(&providers) {
+                Ok(()) => {
+                    tracing::debug!(providers = ?names(&providers), "external data providers");
+                    return;
+                }
+                Err(errors) => {
+                    for error in &errors {
+                        tracing::error!(%error, "external data provider left out");
+                    }
+                    providers.retain(|p| errors.iter().all(|e| e.name != p.name()));
+                }
+            }
+        }
+    }
+}
+
+/// The Providers among `objects` that Gatekeeper would accept; the others
+/// are logged.
+fn usable(objects: impl Iterator<Item = serde_json::Value>) -> Vec<Provider> {
+    objects
+        .filter_map(|value| match parse_provider(&value) {
+            Ok(provider) => Some(provider),
+            Err(error) => {
+                tracing::error!(%error, "external data provider left out");
+                None
+            }
+        })
+        .collect()
+}
