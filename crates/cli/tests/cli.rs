@@ -463,12 +463,18 @@ fn the_examples_own_test_suite_passes() {
     let root = repo_root();
     let (code, stdout, stderr) = sartor(&root, &["test", "examples"], "");
     assert_eq!((code, stderr.as_str()), (0, ""));
-    assert!(stdout.ends_with("8 passed, 0 failed\n"), "{stdout}");
+    assert!(stdout.ends_with("11 passed, 0 failed\n"), "{stdout}");
     assert_eq!(
         stdout
             .matches("PASS examples/tests/prod-shop.sartor-test.yaml: ")
             .count(),
         8
+    );
+    assert_eq!(
+        stdout
+            .matches("PASS examples/external-data/images.sartor-test.yaml: ")
+            .count(),
+        3
     );
 }
 
@@ -1084,4 +1090,99 @@ spec:
             "error: never.yaml: document 1: Assign c-never: never-applies: no kind in its applyTo (v1 Pod) is allowed by its match.kinds, so it applies to nothing\n"
         )
     );
+}
+
+/// Gatekeeper's external data examples (its docs' Provider, Assign and
+/// AssignMetadata) load unchanged and mutate with recorded answers; without
+/// them, the keys asked are named.
+#[test]
+fn external_data_uses_recorded_answers_and_names_what_is_missing() {
+    let root = repo_root();
+    let (code, stdout, stderr) = sartor(
+        &root,
+        &[
+            "mutate",
+            "--mutators",
+            "examples/external-data/mutators",
+            "--provider-answers",
+            "examples/external-data/answers.yaml",
+            "--username",
+            "kubernetes-admin",
+            "examples/external-data/pod.yaml",
+        ],
+        "",
+    );
+    assert_eq!((code, stderr.as_str()), (0, ""));
+    assert_eq!(
+        stdout,
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  annotations:\n    owner: admin@example.com\n  \
+         name: web\n  namespace: shop\nspec:\n  containers:\n  - image: nginx:v1.2.3\n    name: app\n"
+    );
+    let (code, stdout, stderr) = sartor(
+        &root,
+        &[
+            "mutate",
+            "--mutators",
+            "examples/external-data/mutators",
+            "examples/external-data/pod.yaml",
+        ],
+        "",
+    );
+    assert_eq!((code, stdout.as_str()), (1, ""));
+    assert_eq!(
+        stderr,
+        "error: examples/external-data/pod.yaml: document 1: v1 Pod shop/web: external data has no \
+         recorded answer for provider my-provider (\"\", \"nginx\"): record them with \
+         --provider-answers (or a test case's providers), or pass --call-providers\n"
+    );
+    let (code, _, stderr) = sartor(
+        &root,
+        &["lint", "--mutators", "examples/external-data/mutators"],
+        "",
+    );
+    assert_eq!((code, stderr.as_str()), (0, "2 mutators, no problems\n"));
+}
+
+/// `--call-providers` asks the providers themselves, here a real HTTPS
+/// provider on 127.0.0.1.
+#[test]
+fn call_providers_asks_the_provider_over_https() {
+    let provider = sartor_tests::provider::TestProvider::start(None).unwrap();
+    let assign = "apiVersion: mutations.gatekeeper.sh/v1\nkind: Assign\nmetadata: {name: pin}\n\
+                  spec:\n  applyTo: [{groups: [''], versions: [v1], kinds: [Pod]}]\n  \
+                  location: 'spec.containers[name: *].image'\n  \
+                  parameters: {assign: {externalData: {provider: tags}}}\n";
+    let dir = scratch(
+        "call-providers",
+        &[
+            ("mutators/pin.yaml", assign),
+            ("mutators/tags.yaml", &provider.provider_yaml("tags", 2)),
+            (
+                "pod.json",
+                r#"{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+                    "spec": {"containers": [{"name": "a", "image": "nginx:1.27"}]}}"#,
+            ),
+        ],
+    );
+    let (code, stdout, stderr) = sartor(
+        &dir,
+        &[
+            "mutate",
+            "--mutators",
+            "mutators",
+            "--call-providers",
+            "-o",
+            "json",
+            "pod.json",
+        ],
+        "",
+    );
+    assert_eq!((code, stderr.as_str()), (0, ""));
+    let mutated: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(
+        mutated["spec"]["containers"][0]["image"],
+        sartor_tests::provider::digest("nginx:1.27")
+    );
+    assert_eq!(provider.seen().len(), 1);
+    let _ = std::fs::remove_dir_all(&dir);
 }
