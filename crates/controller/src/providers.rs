@@ -16,6 +16,7 @@ use kube::runtime::{WatchStreamExt as _, reflector, watcher};
 use kube::{Api, Client};
 use sartor_api::{EXTERNAL_DATA_GROUP, Provider, parse_provider};
 use sartor_webhook::Webhook;
+use tokio::sync::watch;
 
 use crate::watch::{is_not_served, to_value};
 
@@ -28,6 +29,11 @@ pub struct ProviderWatch {
     pub client: Client,
     /// Where providers go.
     pub webhook: Arc<Webhook>,
+    /// Turns `true` once the Providers have been listed, found not
+    /// installed, or failed to list once (logged): the replica turns ready
+    /// only after, so an externalData mutator does not meet an unknown
+    /// provider because the replica just started.
+    pub listed: watch::Sender<bool>,
 }
 
 /// Where the API serves Providers.
@@ -54,6 +60,7 @@ impl ProviderWatch {
         let mut missing_logged = false;
         while let Some(event) = stream.next().await {
             match event {
+                Ok(watcher::Event::Init | watcher::Event::InitApply(_)) => {}
                 Ok(_) => {
                     missing_logged = false;
                     let objects = store.state();
@@ -63,6 +70,7 @@ impl ProviderWatch {
                             .filter_map(|o| to_value((**o).clone(), &resource)),
                     );
                     self.set(providers);
+                    self.listed.send_replace(true);
                 }
                 Err(error) if is_not_served(&error) => {
                     if !missing_logged {
@@ -73,8 +81,12 @@ impl ProviderWatch {
                         missing_logged = true;
                     }
                     self.set(Vec::new());
+                    self.listed.send_replace(true);
                 }
-                Err(error) => tracing::warn!(%error, "watching Providers; retrying"),
+                Err(error) => {
+                    tracing::warn!(%error, "watching Providers; retrying");
+                    self.listed.send_replace(true);
+                }
             }
         }
     }

@@ -88,7 +88,8 @@ pub(super) async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
         Arc::new(Metrics::new()),
     ));
     let server = super::bind(args, tls, webhook.clone()).await?;
-    let listed = namespaces.listed();
+    let (providers_listed, providers_listed_rx) = tokio::sync::watch::channel(false);
+    let listed = both_listed(namespaces.listed(), providers_listed_rx);
     tokio::spawn(namespaces.run());
     let limits = StatusLimits {
         per_second: args.status_writes_per_second,
@@ -119,6 +120,7 @@ pub(super) async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
         ProviderWatch {
             client: client.clone(),
             webhook: webhook.clone(),
+            listed: providers_listed,
         }
         .run(),
     );
@@ -143,6 +145,23 @@ pub(super) async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
         ),
     }
     Ok(())
+}
+
+/// A flag that turns `true` once both `a` and `b` have; kept open as long
+/// as it is watched.
+fn both_listed(
+    mut a: tokio::sync::watch::Receiver<bool>,
+    mut b: tokio::sync::watch::Receiver<bool>,
+) -> tokio::sync::watch::Receiver<bool> {
+    let (both, listed) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        if a.wait_for(|listed| *listed).await.is_ok() && b.wait_for(|listed| *listed).await.is_ok()
+        {
+            both.send_replace(true);
+        }
+        both.closed().await;
+    });
+    listed
 }
 
 /// The webhook of the MutatingWebhookConfiguration whose rules are derived,
