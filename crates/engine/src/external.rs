@@ -293,6 +293,17 @@ fn policy_name(policy: FailurePolicy) -> &'static str {
     }
 }
 
+/// How an error names the type of `value`: as [`json_type`] does, but a
+/// placeholder is named for what it is, so that a mutator meeting one (an
+/// AssignImage on the field an externalData Assign sets) says why.
+pub(crate) fn type_of(value: &Value) -> &'static str {
+    if Placeholder::read(value).is_some() {
+        "the placeholder of an externalData mutator (its provider's answer is put in place only after every mutator ran; keep other mutators off that field)"
+    } else {
+        json_type(value)
+    }
+}
+
 /// Whether `value` holds [`PLACEHOLDER_FIELD`] anywhere.
 pub(crate) fn holds_placeholder_field(value: &Value) -> bool {
     match value {

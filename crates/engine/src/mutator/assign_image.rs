@@ -1,6 +1,6 @@
 //! AssignImage: replace the domain, path and/or tag of an image reference.
 
-use sartor_api::{AssignImageSpec, MutatorKind, json_type};
+use sartor_api::{AssignImageSpec, MutatorKind};
 use serde_json::{Map, Value};
 
 use super::{
@@ -45,7 +45,7 @@ impl Setter for ImageSetter {
             Some(Value::String(current)) => Ok(self.0.apply_in_place(current)),
             Some(other) => Err(SetError::Unexpected {
                 expected: "a string",
-                found: json_type(other),
+                found: crate::external::type_of(other),
             }),
         }
     }

@@ -1,6 +1,6 @@
 //! ModifySet: add values to, or remove values from, a list treated as a set.
 
-use sartor_api::{ModifySetSpec, MutatorKind, SetOperation, json_type};
+use sartor_api::{ModifySetSpec, MutatorKind, SetOperation};
 use serde_json::{Map, Value};
 
 use super::{
@@ -50,7 +50,7 @@ impl Setter for SetSetter {
             Some(other) => {
                 return Err(SetError::Unexpected {
                     expected: "a list",
-                    found: json_type(other),
+                    found: crate::external::type_of(other),
                 });
             }
         };

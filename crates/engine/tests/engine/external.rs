@@ -293,3 +293,23 @@ fn a_mutator_under_an_external_location_is_a_schema_conflict() {
     let system = system(&yaml);
     assert_eq!(system.conflicted().len(), 2, "{:?}", system.conflicted());
 }
+
+#[test]
+fn a_mutator_meeting_a_placeholder_says_what_it_met() {
+    let yaml = format!(
+        "{}---\n{}",
+        images("Fail"),
+        "apiVersion: mutations.sartor.dev/v1\nkind: AssignImage\nmetadata: {name: mirror}\n\
+         spec:\n  applyTo: [{groups: [\"\"], versions: [v1], kinds: [Pod]}]\n  \
+         location: 'spec.containers[name: *].image'\n  parameters: {assignDomain: mirror.example.com}\n"
+    );
+    let system = system(&yaml);
+    let object = with_images(&["nginx"]);
+    assert_eq!(
+        system
+            .mutate(&Admission::new(&object))
+            .unwrap_err()
+            .to_string(),
+        "v1 Pod default/web: AssignImage mirror failed: spec.containers[name: *].image: the placeholder of an externalData mutator (its provider's answer is put in place only after every mutator ran; keep other mutators off that field) is not a string"
+    );
+}
