@@ -18,8 +18,9 @@
 //!   with every distinct error, `Ignore` puts the key back, `UseDefault`
 //!   puts `default`.
 //!
-//! The caller runs [`System::mutate`](crate::System::mutate) once without
-//! answers; when the [`Mutation`](crate::Mutation) is
+//! The caller runs [`System::mutate`](crate::System::mutate) with what it
+//! already knows ([`ProviderAnswers`]: a cache, or nothing); when the
+//! [`Mutation`](crate::Mutation) is
 //! [`unanswered`](crate::Mutation::unanswered) it asks the providers for
 //! [`Mutation::asks`](crate::Mutation::asks) and mutates again with the
 //! [`Answers`] (mutation is deterministic, so the second run asks the same).
@@ -57,6 +58,25 @@ pub(crate) struct PlaceholderSetter<'a> {
     pub(crate) source: &'a ExternalSource,
     /// The requesting user's name (`""` offline).
     pub(crate) username: &'a str,
+}
+
+/// Where the engine finds providers' answers: [`Answers`] (what one round
+/// of calls brought), or a caller's cache, so that an admission whose keys
+/// are all known needs a single run.
+pub trait ProviderAnswers: Sync {
+    /// `provider`'s answer for `key`, or why there is none (Gatekeeper's
+    /// message); `None` when `provider` has not been asked for it.
+    fn answer(&self, provider: &str, key: &str) -> Option<Result<Value, String>>;
+}
+
+/// No answers: every key is still to be asked.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoAnswers;
+
+impl ProviderAnswers for NoAnswers {
+    fn answer(&self, _provider: &str, _key: &str) -> Option<Result<Value, String>> {
+        None
+    }
 }
 
 /// What the providers answered for one admission, by provider.
@@ -157,11 +177,6 @@ impl Answers {
         }
     }
 
-    /// Whether `provider` has answered (anything, failures included).
-    pub fn has(&self, provider: &str) -> bool {
-        self.providers.contains_key(provider)
-    }
-
     /// What `provider` answered for `key`: the value or the item's error;
     /// `None` when it failed as a whole or did not answer the key.
     pub fn get(&self, provider: &str, key: &str) -> Option<Result<&Value, &str>> {
@@ -173,34 +188,43 @@ impl Answers {
             ProviderAnswer::Failed(_) => None,
         }
     }
+}
 
-    /// The string to put in place of `placeholder`, or why there is none
-    /// (Gatekeeper's messages).
-    fn resolve(&self, placeholder: &Placeholder<'_>) -> Result<String, String> {
-        let provider = placeholder.provider;
-        let items = match self.providers.get(provider) {
-            None => {
-                return Err(format!(
-                    "failed to find external data provider {provider} in responses"
-                ));
-            }
-            Some(ProviderAnswer::Failed(reason)) => return Err(reason.clone()),
-            Some(ProviderAnswer::Items(items)) => items,
-        };
-        match items.get(placeholder.key) {
-            None => Err(format!(
-                "failed to find external data item in response for provider {provider}"
-            )),
-            Some(Item::Error(error)) => Err(format!(
-                "failed to retrieve external data item from provider {provider}: {error}"
-            )),
-            Some(Item::Value(Value::String(value))) => Ok(value.clone()),
-            Some(Item::Value(other)) => Err(format!(
-                "failed to convert external data item value from provider {provider} to string, got type {}",
-                go_type(other)
-            )),
-        }
+impl ProviderAnswers for Answers {
+    fn answer(&self, provider: &str, key: &str) -> Option<Result<Value, String>> {
+        Some(match self.providers.get(provider)? {
+            ProviderAnswer::Failed(reason) => Err(reason.clone()),
+            ProviderAnswer::Items(items) => match items.get(key) {
+                None => Err(format!(
+                    "failed to find external data item in response for provider {provider}"
+                )),
+                Some(Item::Error(error)) => Err(item_error(provider, error)),
+                Some(Item::Value(value)) => Ok(value.clone()),
+            },
+        })
     }
+}
+
+/// Gatekeeper's message for the error a provider answered for one key.
+pub fn item_error(provider: &str, error: &str) -> String {
+    format!("failed to retrieve external data item from provider {provider}: {error}")
+}
+
+/// The string to put in place of `placeholder`, or why there is none
+/// (Gatekeeper's messages); `None` when its provider was not asked.
+fn resolve_one(
+    answers: &dyn ProviderAnswers,
+    placeholder: &Placeholder<'_>,
+) -> Option<Result<String, String>> {
+    let provider = placeholder.provider;
+    Some(match answers.answer(provider, placeholder.key)? {
+        Ok(Value::String(value)) => Ok(value),
+        Ok(other) => Err(format!(
+            "failed to convert external data item value from provider {provider} to string, got type {}",
+            go_type(&other)
+        )),
+        Err(error) => Err(error),
+    })
 }
 
 /// How Go's `%T` names a decoded JSON value, as Gatekeeper's message says it.
@@ -348,59 +372,72 @@ fn visit<'a>(value: &'a Value, found: &mut dyn FnMut(Placeholder<'a>)) {
     }
 }
 
-/// Replaces every placeholder in `object` by its answer or per its
+/// What [`resolve`] made of the placeholders.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Resolution {
+    /// Every placeholder is replaced (or there was none).
+    Done,
+    /// Some provider was not asked for some key: the object is half done.
+    Unanswered,
+    /// Placeholders whose policy is `Fail` met errors: every distinct one,
+    /// in the order met, as Gatekeeper's aggregate prints them (one alone,
+    /// several as `[a, b]`), after `failed to resolve external data
+    /// placeholders: `.
+    Failed(String),
+}
+
+/// Replaces every placeholder in `object` by its answer, or per its
 /// failurePolicy.
-///
-/// # Errors
-/// For the placeholders whose policy is `Fail`: every distinct error, in the
-/// order met, as Gatekeeper's aggregate prints them (one alone, several as
-/// `[a, b]`), after `failed to resolve external data placeholders: `.
-pub(crate) fn resolve(object: &mut Value, answers: &Answers) -> Result<(), String> {
+pub(crate) fn resolve(object: &mut Value, answers: &dyn ProviderAnswers) -> Resolution {
     let mut errors: Vec<String> = Vec::new();
-    replace(object, answers, &mut errors);
+    if !replace(object, answers, &mut errors) {
+        return Resolution::Unanswered;
+    }
     match errors.as_slice() {
-        [] => Ok(()),
-        [one] => Err(format!(
+        [] => Resolution::Done,
+        [one] => Resolution::Failed(format!(
             "failed to resolve external data placeholders: {one}"
         )),
-        many => Err(format!(
+        many => Resolution::Failed(format!(
             "failed to resolve external data placeholders: [{}]",
             many.join(", ")
         )),
     }
 }
 
-fn replace(value: &mut Value, answers: &Answers, errors: &mut Vec<String>) {
+/// [`resolve`]'s walk; `false` as soon as a placeholder's provider was not
+/// asked.
+fn replace(value: &mut Value, answers: &dyn ProviderAnswers, errors: &mut Vec<String>) -> bool {
     match value {
         Value::Object(fields) => {
             for field in fields.values_mut() {
-                let resolved = Placeholder::read(field).map(|placeholder| {
-                    match answers.resolve(&placeholder) {
-                        Ok(value) => Ok(value),
-                        Err(error) => match placeholder.failure_policy {
-                            FailurePolicy::UseDefault => Ok(placeholder.default.to_string()),
-                            FailurePolicy::Ignore => Ok(placeholder.key.to_string()),
-                            FailurePolicy::Fail => Err(error),
-                        },
+                let Some(placeholder) = Placeholder::read(field) else {
+                    if !replace(field, answers, errors) {
+                        return false;
                     }
+                    continue;
+                };
+                let Some(answer) = resolve_one(answers, &placeholder) else {
+                    return false;
+                };
+                let resolved = answer.or_else(|error| match placeholder.failure_policy {
+                    FailurePolicy::UseDefault => Ok(placeholder.default.to_string()),
+                    FailurePolicy::Ignore => Ok(placeholder.key.to_string()),
+                    FailurePolicy::Fail => Err(error),
                 });
                 match resolved {
-                    Some(Ok(value)) => *field = Value::String(value),
-                    Some(Err(error)) => {
+                    Ok(value) => *field = Value::String(value),
+                    Err(error) => {
                         if !errors.contains(&error) {
                             errors.push(error);
                         }
                     }
-                    None => replace(field, answers, errors),
                 }
             }
+            true
         }
-        Value::Array(items) => {
-            for item in items {
-                replace(item, answers, errors);
-            }
-        }
-        _ => {}
+        Value::Array(items) => items.iter_mut().all(|item| replace(item, answers, errors)),
+        _ => true,
     }
 }
 

@@ -40,7 +40,7 @@ pub mod walk;
 pub use condition::{CompiledCondition, ConditionConflict};
 pub use conflict::Conflict;
 pub use expansion::{ExpandError, ExpandFailure, Expander, Generated, Template, TemplatesError};
-pub use external::{Answers, Asks};
+pub use external::{Answers, Asks, NoAnswers, ProviderAnswers};
 pub use mutator::{
     Applies, ApplyError, CompileError, Mutator, MutatorId, Operations, Problem, Terminal,
 };

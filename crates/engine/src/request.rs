@@ -8,10 +8,7 @@ use std::fmt;
 pub use sartor_api::{Operation, Source};
 use serde_json::Value;
 
-use crate::external::Answers;
-
-/// The answers of an admission that has none.
-static NO_ANSWERS: std::sync::LazyLock<Answers> = std::sync::LazyLock::new(Answers::new);
+use crate::external::{NoAnswers, ProviderAnswers};
 
 /// An object's group, version and kind, as in its `apiVersion` and `kind`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -50,9 +47,10 @@ pub struct Admission<'a> {
     /// The requesting user's name (`userInfo.username`), the key of
     /// externalData with `dataSource: Username`; `""` offline.
     pub username: &'a str,
-    /// What external data providers answered, for a second run after one
-    /// that asked ([`Mutation::unanswered`](crate::Mutation::unanswered)).
-    pub answers: &'a Answers,
+    /// What external data providers answered: a caller's cache, or what it
+    /// asked after a run that was
+    /// [`unanswered`](crate::Mutation::unanswered).
+    pub answers: &'a dyn ProviderAnswers,
 }
 
 /// Namespace objects by name, for `namespaceSelector` and `fromNamespace`.
@@ -160,7 +158,7 @@ impl<'a> Admission<'a> {
             namespaces: &NoNamespaces,
             patch: false,
             username: "",
-            answers: &NO_ANSWERS,
+            answers: &NoAnswers,
         }
     }
 
@@ -196,7 +194,7 @@ impl<'a> Admission<'a> {
 
     /// The same admission, with what external data providers answered.
     #[must_use]
-    pub fn answers(self, answers: &'a Answers) -> Admission<'a> {
+    pub fn answers(self, answers: &'a dyn ProviderAnswers) -> Admission<'a> {
         Admission { answers, ..self }
     }
 

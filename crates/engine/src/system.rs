@@ -21,7 +21,7 @@ use serde_json::{Map, Value};
 use crate::condition::{ConditionConflict, may_write};
 use crate::conflict::Conflict;
 use crate::convergence::Convergence;
-use crate::external::{self, Asks};
+use crate::external::{self, Asks, Resolution};
 use crate::matching::{MatchError, metadata_str};
 use crate::mutator::{Applies, Mutator, MutatorId, Operations};
 use crate::patch;
@@ -98,7 +98,7 @@ pub struct Mutation {
     /// The keys externalData mutators ask their providers for, once the
     /// object converged; empty when none applied.
     pub asks: Asks,
-    /// Whether a provider in `asks` had no answers in the admission: then
+    /// Whether a key in `asks` had no answer in the admission: then
     /// `object` and `patch` are unset; ask the providers and mutate again
     /// with their answers ([`Admission::answers`]).
     pub unanswered: bool,
@@ -527,14 +527,22 @@ impl System {
             if convergence.converged(pass, changes, &object, &mut replay)? {
                 if external && let Cow::Owned(mutated) = &mut object {
                     mutation.asks = external::asks(mutated);
-                    if mutation.asks.keys().any(|p| !admission.answers.has(p)) {
-                        mutation.unanswered = true;
-                        return Ok(mutation);
-                    }
                     if !mutation.asks.is_empty() {
-                        external::resolve(mutated, admission.answers).map_err(|message| {
-                            fail(mutated, gvk, &request, Failure::ExternalData(message))
-                        })?;
+                        match external::resolve(mutated, admission.answers) {
+                            Resolution::Done => {}
+                            Resolution::Unanswered => {
+                                mutation.unanswered = true;
+                                return Ok(mutation);
+                            }
+                            Resolution::Failed(message) => {
+                                return Err(fail(
+                                    mutated,
+                                    gvk,
+                                    &request,
+                                    Failure::ExternalData(message),
+                                ));
+                            }
+                        }
                     }
                 }
                 if self.annotate && !mutation.changes.is_empty() {

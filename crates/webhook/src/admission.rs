@@ -398,16 +398,20 @@ impl Webhook {
             admission = admission.with_patch();
         }
         let system = &admitted.snapshot.system;
-        let mut result = system.mutate(&admission);
-        // External data: ask the providers what the first run asked, then
-        // mutate again with their answers.
+        // External data: the cached answers first; when some key is not
+        // cached, ask the providers what the run asked, then mutate again
+        // with their answers.
+        let cached = self.providers.cached();
+        let mut result = system.mutate(&admission.clone().answers(&cached));
         let answers;
-        if let Ok(first) = &result
-            && first.unanswered
-        {
-            let deadline = started + self.settings.provider_deadline;
-            answers = self.providers.ask(&first.asks, deadline).await;
-            result = system.mutate(&admission.clone().answers(&answers));
+        match &result {
+            Ok(first) if first.unanswered => {
+                let deadline = started + self.settings.provider_deadline;
+                answers = self.providers.ask(&first.asks, deadline).await;
+                result = system.mutate(&admission.clone().answers(&answers));
+            }
+            Ok(first) => self.providers.record_cache_hits(&first.asks),
+            Err(_) => {}
         }
         let (response, outcome) = self.answer(&request, &admission, result, started);
         review_reply(response, &version, outcome)
