@@ -506,3 +506,117 @@ impl ProviderClient {
         }
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+mod tests {
+    use base64::Engine as _;
+    use serde_json::json;
+
+    use super::*;
+    use crate::certs::SelfSigned;
+
+    fn provider(name: &str, url: &str, ca_pem: &str) -> Provider {
+        sartor_api::parse_provider(&json!({
+            "apiVersion": "externaldata.gatekeeper.sh/v1beta1",
+            "kind": "Provider",
+            "metadata": {"name": name},
+            "spec": {
+                "url": url,
+                "timeout": 1,
+                "caBundle": base64::engine::general_purpose::STANDARD.encode(ca_pem),
+            },
+        }))
+        .unwrap()
+    }
+
+    fn ca() -> String {
+        SelfSigned::generate("test", &["localhost"]).unwrap().ca_pem
+    }
+
+    #[tokio::test]
+    async fn a_set_with_an_unusable_provider_changes_nothing() {
+        let providers = Providers::new(Duration::from_secs(60), Arc::new(Metrics::new()));
+        providers
+            .set(&[provider("a", "https://127.0.0.1:1/", &ca())])
+            .unwrap();
+        let broken = "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n";
+        let errors = providers
+            .set(&[
+                provider("b", "https://127.0.0.1:1/", &ca()),
+                provider("c", "https://127.0.0.1:1/", broken),
+            ])
+            .unwrap_err();
+        assert_eq!(errors.len(), 1);
+        assert_eq!(errors[0].name, "c");
+        assert!(
+            errors[0].reason.starts_with("failed to parse caBundle: "),
+            "{}",
+            errors[0].reason
+        );
+        assert_eq!(providers.names(), ["a"]);
+    }
+
+    #[tokio::test]
+    async fn a_changed_provider_forgets_its_answers_and_an_unknown_one_is_named() {
+        let providers = Providers::new(Duration::from_secs(60), Arc::new(Metrics::new()));
+        let ca = ca();
+        providers
+            .set(&[
+                provider("a", "https://127.0.0.1:1/", &ca),
+                provider("b", "https://127.0.0.1:1/", &ca),
+            ])
+            .unwrap();
+        let item = |key: &str| ProviderItem {
+            key: key.to_string(),
+            value: Some(json!("v")),
+            error: String::new(),
+        };
+        providers.remember("a", &[item("k")]);
+        providers.remember("b", &[item("k")]);
+        assert_eq!(providers.cached().answer("a", "k"), Some(Ok(json!("v"))));
+        providers
+            .set(&[
+                provider("a", "https://127.0.0.1:2/", &ca),
+                provider("b", "https://127.0.0.1:1/", &ca),
+            ])
+            .unwrap();
+        assert_eq!(providers.cached().answer("a", "k"), None);
+        assert_eq!(providers.cached().answer("b", "k"), Some(Ok(json!("v"))));
+
+        let asks: Asks = [("gone".to_string(), ["k".to_string()].into())].into();
+        let answers = providers.ask(&asks, Instant::now()).await;
+        assert_eq!(
+            answers.answer("gone", "k"),
+            Some(Err(
+                "failed to find external data provider gone in responses".to_string()
+            ))
+        );
+    }
+
+    #[tokio::test]
+    async fn a_call_past_its_deadline_fails_at_once() {
+        let providers = Providers::new(Duration::ZERO, Arc::new(Metrics::new()));
+        // A listener that accepts and never answers.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("https://{}/", listener.local_addr().unwrap());
+        let mut slow = provider("slow", &url, &ca());
+        // Its own timeout is far off: the admission's deadline ends the call.
+        slow.spec.timeout = 60;
+        providers.set(&[slow]).unwrap();
+        let asks: Asks = [("slow".to_string(), ["k".to_string()].into())].into();
+        let started = Instant::now();
+        let answers = providers
+            .ask(&asks, started + Duration::from_millis(200))
+            .await;
+        assert!(started.elapsed() < Duration::from_secs(30));
+        let error = answers.answer("slow", "k").unwrap().unwrap_err();
+        assert!(
+            error.starts_with(
+                "failed to send external data request to provider slow: no answer within "
+            ),
+            "{error}"
+        );
+        drop(listener);
+    }
+}
