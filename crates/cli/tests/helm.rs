@@ -504,12 +504,12 @@ fn release_name_and_namespace_reach_every_reference(tools: &Tools) -> Result<(),
         ),
         (
             "ClusterRole platform-sartor",
-            "/rules/4/resourceNames",
+            "/rules/5/resourceNames",
             json!(["platform-sartor-mutating"]),
         ),
         (
             "ClusterRole platform-sartor",
-            "/rules/5/resourceNames",
+            "/rules/6/resourceNames",
             json!(["platform-sartor-validating"]),
         ),
         (
