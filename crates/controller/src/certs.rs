@@ -272,6 +272,7 @@ impl CertManager {
             return Ok((self.generate(old, now)?, SecretAction::RotatedCa));
         }
         let cert_fresh = cert.not_after > now + self.options.rotate_before
+            && cert.client_auth
             && self
                 .options
                 .dns_names()
@@ -461,6 +462,9 @@ fn material_of(secret: &Secret) -> Option<Material> {
 struct Facts {
     not_after: OffsetDateTime,
     dns_names: Vec<String>,
+    /// Whether it may serve as a client certificate (to external data
+    /// providers); certificates made before sartor called providers lack it.
+    client_auth: bool,
 }
 
 impl Facts {
@@ -480,9 +484,14 @@ impl Facts {
                 .collect(),
             _ => Vec::new(),
         };
+        let client_auth = matches!(
+            cert.extended_key_usage(),
+            Ok(Some(extension)) if extension.value.client_auth
+        );
         Some(Facts {
             not_after: cert.validity().not_after.to_datetime(),
             dns_names,
+            client_auth,
         })
     }
 }

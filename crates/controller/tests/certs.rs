@@ -322,3 +322,46 @@ async fn missing_webhook_configurations_are_skipped_not_fatal() {
     assert!(dir.join("tls.crt").exists());
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// A serving certificate made before sartor called external data providers
+/// (no `clientAuth` usage) is replaced under the same CA, so providers that
+/// ask for a client certificate accept sartor's.
+#[tokio::test]
+async fn a_certificate_without_client_auth_is_replaced_under_the_same_ca() {
+    let server = ApiServer::start().await;
+    webhook_configurations(&server);
+    let dir = scratch("client-auth");
+    let manager = CertManager::new(
+        client(&server),
+        CertOptions::new("sartor-system", dir.clone()),
+    );
+    assert_eq!(manager.reconcile().await.unwrap(), SecretAction::Created);
+    let (ca, ca_key) = (
+        secret_data(&server, "ca.crt"),
+        secret_data(&server, "ca.key"),
+    );
+    let names = CertOptions::new("sartor-system", dir.clone()).dns_names();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let (old_cert, old_key) =
+        sartor_tests::cluster::issue_serving(&ca, &ca_key, &names, 365 * DAY).unwrap();
+    let mut secret = server
+        .get(
+            "v1",
+            "Secret",
+            Some("sartor-system"),
+            "sartor-webhook-server-cert",
+        )
+        .unwrap();
+    let encode = |text: &str| base64::engine::general_purpose::STANDARD.encode(text);
+    secret["data"]["tls.crt"] = json!(encode(&old_cert));
+    secret["data"]["tls.key"] = json!(encode(&old_key));
+    server.put(secret);
+    assert_eq!(
+        manager.reconcile().await.unwrap(),
+        SecretAction::RotatedCertificate
+    );
+    assert_eq!(secret_data(&server, "ca.crt"), ca);
+    assert_ne!(secret_data(&server, "tls.crt"), old_cert);
+    assert_eq!(manager.reconcile().await.unwrap(), SecretAction::Kept);
+    let _ = std::fs::remove_dir_all(dir);
+}
