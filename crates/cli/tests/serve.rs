@@ -20,6 +20,8 @@ use base64::Engine as _;
 use sartor_tests::https;
 use serde_json::{Value, json};
 
+#[path = "serve/churn.rs"]
+mod churn;
 #[path = "serve/external_data.rs"]
 mod external_data;
 
@@ -74,12 +76,20 @@ impl Served {
 
     /// [`Served::start`] with more flags.
     fn start_with(dir: &Path, flags: &[&str]) -> Served {
+        let certs = dir.join("certs").to_string_lossy().to_string();
+        let mut served = Served::spawn(dir, &["--self-signed", "--cert-dir", &certs], flags);
+        served.ca_pem = std::fs::read_to_string(dir.join("certs/ca.crt")).unwrap();
+        served
+    }
+
+    /// `sartor serve` on `DIR/mutators` with `tls` (certificate flags) and
+    /// `flags`; waits until it listens.
+    fn spawn(dir: &Path, tls: &[&str], flags: &[&str]) -> Served {
         let mut child = Command::new(env!("CARGO_BIN_EXE_sartor"))
             .arg("serve")
             .args(flags)
             .args(["--mutators", &dir.join("mutators").to_string_lossy()])
-            .arg("--self-signed")
-            .args(["--cert-dir", &dir.join("certs").to_string_lossy()])
+            .args(tls)
             .args(["--addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0"])
             .args(["--log-format", "json", "--poll-interval-ms", "50"])
             .env("RUST_LOG", "info")
@@ -108,7 +118,6 @@ impl Served {
         let listening = served.wait_for_log("listening");
         served.addr = listening["addr"].as_str().unwrap().parse().unwrap();
         served.metrics_addr = listening["metrics_addr"].as_str().unwrap().parse().unwrap();
-        served.ca_pem = std::fs::read_to_string(dir.join("certs/ca.crt")).unwrap();
         served
     }
 
@@ -151,15 +160,7 @@ impl Served {
     /// Sends the Pod `object` for admission (CREATE, in its namespace, by
     /// user alice); the AdmissionResponse.
     async fn admit(&self, object: &Value) -> Value {
-        let review = json!({
-            "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-            "request": {
-                "uid": "u1", "kind": {"group": "", "version": "v1", "kind": "Pod"},
-                "namespace": object["metadata"]["namespace"], "name": "web",
-                "operation": "CREATE", "object": object,
-                "userInfo": {"username": "alice"},
-            },
-        });
+        let review = review(object);
         let options = https::Options {
             ca_pem: self.ca_pem.clone(),
             ..https::Options::default()
@@ -201,6 +202,20 @@ impl Drop for Served {
     fn drop(&mut self) {
         let _ = self.child.kill();
     }
+}
+
+/// The AdmissionReview of a CREATE of the Pod `object` in its namespace,
+/// by user alice.
+fn review(object: &Value) -> Value {
+    json!({
+        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "request": {
+            "uid": "u1", "kind": {"group": "", "version": "v1", "kind": "Pod"},
+            "namespace": object["metadata"]["namespace"], "name": "web",
+            "operation": "CREATE", "object": object,
+            "userInfo": {"username": "alice"},
+        },
+    })
 }
 
 fn temp_dir(name: &str) -> PathBuf {
