@@ -35,7 +35,7 @@ metadata:
   name: volume-by-path
 spec:
   applyTo: [{groups: [""], versions: [v1], kinds: [Pod]}]
-  location: "spec.volumes[path: /data].emptyDir.medium"
+  location: 'spec.volumes[path: "/data"].emptyDir.medium'
   parameters: {assign: {value: Memory}}
 "#;
 
@@ -192,6 +192,8 @@ async fn mutator_churn_and_certificate_rotation_never_fail_or_mix_a_request() {
     assert_eq!(count(&tally.failed), 0);
     assert_eq!(count(&tally.mixed), 0);
     assert!(count(&tally.always_pull) > 0 && count(&tally.both) > 0);
+    // The conflicting pair was loaded (and left out), not refused.
+    served.wait_for_log("mutator conflict: not enforced until it clears");
     let metrics = https::http_get(served.metrics_addr, "/metrics")
         .await
         .unwrap()
