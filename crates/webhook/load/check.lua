@@ -7,6 +7,14 @@ wrk.body = f:read("*a")
 f:close()
 wrk.headers["Content-Type"] = "application/json"
 
+-- $DELAY_MS: a pause before each request, for a moderate rate (the soak).
+if os.getenv("DELAY_MS") then
+    local pause = tonumber(os.getenv("DELAY_MS"))
+    function delay()
+        return pause
+    end
+end
+
 local threads = {}
 
 function setup(thread)

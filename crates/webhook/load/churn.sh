@@ -4,6 +4,7 @@
 # certificate every 3 s, against the same server without churn.
 #
 #   crates/webhook/load/churn.sh [DURATION] [CONNECTIONS]    (defaults: 20s 16)
+#   SOAK=MINUTES crates/webhook/load/churn.sh                 (the soak)
 #
 # The mutator file cycles through: the typical set (100 mutators), the heavy
 # set (100 others), a broken file (the last good set stays), the typical set
@@ -12,6 +13,11 @@
 # never a mix. The certificate is replaced by another leaf of the same CA
 # (openssl), key first then certificate, each by a rename. Prints a table:
 # requests, failures, answers of neither set, wrk's socket errors, p50, p99.
+#
+# With SOAK=MINUTES: one run of that many minutes at a moderate rate (2
+# connections, 2 ms between requests), the mutator file rewritten every
+# second and the certificate every minute, sampling the server's RSS and
+# open file descriptors every minute; prints them as a table.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../../.." && pwd)
@@ -97,28 +103,55 @@ load() { # NAME
     echo "$1|$requests|$failed|$other|${sockets:-none}|$p50|$p99" >>"$work/results"
     echo "== $1: $reloads"
 }
+churn() { # SECONDS_BETWEEN_FILES FILES_BETWEEN_CERTIFICATES
+    turn=0
+    while true; do
+        turn=$((turn + 1))
+        cp "$work/variants/$((turn % 4))" "$work/watched/.set.yaml"
+        mv "$work/watched/.set.yaml" "$work/watched/set.yaml"
+        if [ $((turn % $2)) -eq 0 ]; then
+            leaf=$(((turn / $2) % 4))
+            cp "$work/certs/leaf$leaf.key" "$work/certs/.tls.key"
+            mv "$work/certs/.tls.key" "$work/certs/tls.key"
+            cp "$work/certs/leaf$leaf.crt" "$work/certs/.tls.crt"
+            mv "$work/certs/.tls.crt" "$work/certs/tls.crt"
+        fi
+        sleep "$1"
+    done
+}
+if [ -n "${SOAK:-}" ]; then
+    start "$work/variants/0"
+    churn 1 60 &
+    churn=$!
+    REVIEW="$work/review.json" ALLOWED="$work/typical.answer:$work/heavy.answer" DELAY_MS=2 \
+        wrk -t1 -c2 -d"${SOAK}m" --latency -s "$here/check.lua" \
+        https://127.0.0.1:18443/v1/mutate >"$work/wrk.out" &
+    load=$!
+    echo "| minute | RSS | open file descriptors |"
+    echo "|---:|---:|---:|"
+    minute=0
+    while [ "$minute" -le "$SOAK" ]; do
+        rss=$(awk '/^VmRSS/ {printf "%.1f MiB", $2 / 1024}' "/proc/$server/status")
+        fds=$(ls "/proc/$server/fd" | wc -l)
+        echo "| $minute | $rss | $fds |"
+        minute=$((minute + 1))
+        [ "$minute" -le "$SOAK" ] && sleep 60
+    done
+    wait $load || true
+    kill $churn; churn=
+    grep -E "requests in|checked:|Socket errors|^ +(50|99)%" "$work/wrk.out"
+    curl -s http://127.0.0.1:18888/metrics |
+        awk '/^sartor_mutator_reloads_total|^sartor_tls_certificate_reloads_total/ {printf "%s=%s\n", $1, $2}'
+    stop
+    exit 0
+fi
 echo "== steady: the typical set, nothing changes"
 start "$work/variants/0"
 load steady
 stop
 echo "== churn: a mutator file every 100 ms, a certificate every 3 s"
 start "$work/variants/0"
-(
-    turn=0
-    while true; do
-        turn=$((turn + 1))
-        cp "$work/variants/$((turn % 4))" "$work/watched/.set.yaml"
-        mv "$work/watched/.set.yaml" "$work/watched/set.yaml"
-        if [ $((turn % 30)) -eq 0 ]; then
-            leaf=$(((turn / 30) % 4))
-            cp "$work/certs/leaf$leaf.key" "$work/certs/.tls.key"
-            mv "$work/certs/.tls.key" "$work/certs/tls.key"
-            cp "$work/certs/leaf$leaf.crt" "$work/certs/.tls.crt"
-            mv "$work/certs/.tls.crt" "$work/certs/tls.crt"
-        fi
-        sleep 0.1
-    done
-) &
+churn 0.1 30 &
 churn=$!
 load churn
 kill $churn; churn=
