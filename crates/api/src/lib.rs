@@ -50,6 +50,7 @@ pub use loader::{
     Document, Input, LoadError, Loaded, LoadedMutator, LoadedProvider, LoadedTemplate, Origin,
     Problem, load_mutators, mutator_from_document, mutators_from_documents, provider_from_document,
     read_documents, read_documents_from_str, read_documents_with_stdin, template_from_document,
+    visit_documents,
 };
 pub use matching::{
     ApplyTo, GroupVersionKind, InvalidWildcard, Kinds, LabelSelector, LabelSelectorRequirement,

@@ -219,41 +219,52 @@ pub fn read_documents_with_stdin(
 ) -> (Vec<Document>, Vec<LoadError>) {
     let mut documents = Vec::new();
     let mut errors = Vec::new();
+    visit_documents(inputs, stdin, &mut |read| match read {
+        Ok(document) => documents.push(document),
+        Err(error) => errors.push(error),
+    });
+    (documents, errors)
+}
+
+/// [`read_documents_with_stdin`] one document at a time: each document, or
+/// each problem, is handed to `visit` as it is read, so that only one
+/// file's text and one document are held at once.
+pub fn visit_documents(
+    inputs: &[Input],
+    stdin: &mut dyn Read,
+    visit: &mut dyn FnMut(Result<Document, LoadError>),
+) {
     for input in inputs {
         match input {
             Input::Stdin => {
                 let mut text = String::new();
                 match stdin.read_to_string(&mut text) {
-                    Ok(_) => {
-                        let (docs, errs) = read_documents_from_str(STDIN, &text, false);
-                        documents.extend(docs);
-                        errors.extend(errs);
-                    }
-                    Err(e) => errors.push(LoadError::new(Origin::file(STDIN), e)),
+                    Ok(_) => visit_documents_in_str(STDIN, &text, false, visit),
+                    Err(e) => visit(Err(LoadError::new(Origin::file(STDIN), e))),
                 }
             }
             Input::Path(path) => {
                 let mut files = Vec::new();
+                let mut errors = Vec::new();
                 collect_files(path, true, &mut files, &mut errors);
+                for error in errors {
+                    visit(Err(error));
+                }
                 for file in files {
                     let name = file.display().to_string();
                     match std::fs::read_to_string(&file) {
-                        Ok(text) => {
-                            let (docs, errs) = read_documents_from_str(
-                                &name,
-                                &text,
-                                has_extension(&file, &["json"]),
-                            );
-                            documents.extend(docs);
-                            errors.extend(errs);
-                        }
-                        Err(e) => errors.push(LoadError::new(Origin::file(name), e)),
+                        Ok(text) => visit_documents_in_str(
+                            &name,
+                            &text,
+                            has_extension(&file, &["json"]),
+                            visit,
+                        ),
+                        Err(e) => visit(Err(LoadError::new(Origin::file(name), e))),
                     }
                 }
             }
         }
     }
-    (documents, errors)
 }
 
 /// Appends `path` (a file) or the mutator files below it (a directory) to
@@ -313,32 +324,33 @@ pub fn read_documents_from_str(
     text: &str,
     json: bool,
 ) -> (Vec<Document>, Vec<LoadError>) {
-    let origin = Origin::file(file);
     let mut documents = Vec::new();
     let mut errors = Vec::new();
-    let mut push = |index: usize, value: Value| {
-        let origin = origin.document(index);
-        match list_items(&value) {
-            Some(items) => documents.extend(items.iter().enumerate().map(|(i, item)| Document {
-                origin: Origin {
-                    item: Some(i + 1),
-                    ..origin.clone()
-                },
-                value: item.clone(),
-            })),
-            None if value.is_null() => {}
-            None => documents.push(Document { origin, value }),
-        }
-    };
+    visit_documents_in_str(file, text, json, &mut |read| match read {
+        Ok(document) => documents.push(document),
+        Err(error) => errors.push(error),
+    });
+    (documents, errors)
+}
+
+/// [`read_documents_from_str`], handing each document or problem to `visit`
+/// as it is read (a YAML stream is parsed one document at a time).
+fn visit_documents_in_str(
+    file: &str,
+    text: &str,
+    json: bool,
+    visit: &mut dyn FnMut(Result<Document, LoadError>),
+) {
+    let origin = Origin::file(file);
     if json {
         for (i, value) in serde_json::Deserializer::from_str(text)
             .into_iter::<Value>()
             .enumerate()
         {
             match value {
-                Ok(value) => push(i + 1, value),
+                Ok(value) => visit_value(origin.document(i + 1), value, visit),
                 Err(e) => {
-                    errors.push(LoadError::new(origin.document(i + 1), e));
+                    visit(Err(LoadError::new(origin.document(i + 1), e)));
                     break;
                 }
             }
@@ -352,17 +364,36 @@ pub fn read_documents_from_str(
                 .and_then(|mut value| value.apply_merge().map(|()| value));
             match converted {
                 Ok(value) => match yaml_to_json(value, "") {
-                    Ok(value) => push(i + 1, value),
-                    Err(problem) => errors.push(LoadError::new(origin.document(i + 1), problem)),
+                    Ok(value) => visit_value(origin.document(i + 1), value, visit),
+                    Err(problem) => visit(Err(LoadError::new(origin.document(i + 1), problem))),
                 },
                 Err(e) => {
-                    errors.push(LoadError::new(origin.document(i + 1), e));
+                    visit(Err(LoadError::new(origin.document(i + 1), e)));
                     break;
                 }
             }
         }
     }
-    (documents, errors)
+}
+
+/// Hands one document read at `origin` to `visit`: a `List`'s items one by
+/// one, nothing for an empty document.
+fn visit_value(origin: Origin, value: Value, visit: &mut dyn FnMut(Result<Document, LoadError>)) {
+    match list_items(&value) {
+        Some(items) => {
+            for (i, item) in items.iter().enumerate() {
+                visit(Ok(Document {
+                    origin: Origin {
+                        item: Some(i + 1),
+                        ..origin.clone()
+                    },
+                    value: item.clone(),
+                }));
+            }
+        }
+        None if value.is_null() => {}
+        None => visit(Ok(Document { origin, value })),
+    }
 }
 
 /// Converts a YAML value to JSON the way kubectl does: scalar keys become

@@ -6,7 +6,8 @@ use std::fmt;
 use sartor_api::{
     Document, Input, LoadError, Loaded, LoadedProvider, LoadedTemplate, Origin, Problem, api_group,
     is_expansion_template_document, is_mutator_document, is_provider_document,
-    mutators_from_documents, read_documents, template_from_document,
+    mutators_from_documents, read_documents, read_documents_with_stdin, template_from_document,
+    visit_documents,
 };
 use sartor_controller::files::{self, FileError};
 use sartor_engine::analysis::{self, Rule, Severity};
@@ -144,6 +145,9 @@ pub struct Repository {
     pub templates: Vec<LoadedTemplate>,
     /// The external data providers found (in `--mutators` or the inputs).
     pub providers: Vec<LoadedProvider>,
+    /// Where the documents of `--mutators` were read (`file`, `file:
+    /// document N`), which are never objects.
+    pub explicit_origins: HashSet<String>,
     /// The documents that are not mutators, in input order.
     pub others: Vec<Document>,
     /// How many documents were left out: kustomize's files, and documents
@@ -161,28 +165,80 @@ pub struct Repository {
 /// `values.yaml`, a `renovate.json`) are skipped, and a file given twice (a
 /// directory and a file in it) is read once.
 pub fn repository(explicit: &[String], inputs: &[Input]) -> Repository {
+    repository_with(explicit, inputs, &mut std::io::stdin().lock(), true)
+}
+
+/// What a document of the inputs is to `sartor mutate`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// Not read: kustomize's files, documents that are not Kubernetes objects.
+    Skipped,
+    /// An ExpansionTemplate.
+    Template,
+    /// A mutator or an external data Provider: the mutator set.
+    Mutator,
+    /// Anything else: an object to mutate (a Namespace serves selectors too).
+    Object,
+}
+
+impl Role {
+    /// The role of `document` among the inputs.
+    pub fn of(document: &Document) -> Role {
+        let value = &document.value;
+        if is_kustomize_document(value) || !is_kubernetes_object(value) {
+            Role::Skipped
+        } else if is_expansion_template_document(value) {
+            Role::Template
+        } else if is_mutator_document(value) || is_provider_document(value) {
+            Role::Mutator
+        } else {
+            Role::Object
+        }
+    }
+}
+
+/// [`repository`], reading `-` from `stdin` (once: `--mutators -` leaves
+/// nothing for an input `-`); with `keep_objects` false,
+/// `others` holds only the Namespace objects (what namespaceSelectors need)
+/// and the inputs are read one document at a time, so that memory does not
+/// grow with the objects: the caller reads them again ([`visit_objects`]).
+pub fn repository_with(
+    explicit: &[String],
+    inputs: &[Input],
+    stdin: &mut dyn std::io::Read,
+    keep_objects: bool,
+) -> Repository {
     let explicit: Vec<Input> = explicit.iter().map(|p| Input::from_arg(p)).collect();
-    let (explicit, mut errors) = read_documents(&explicit);
-    let (read, read_errors) = read_documents(inputs);
-    errors.extend(read_errors);
+    let (explicit, mut errors) = read_documents_with_stdin(&explicit, stdin);
     let mut seen: HashSet<String> = HashSet::new();
-    let mut once = |d: &Document| seen.insert(d.origin.to_string());
-    let explicit: Vec<Document> = explicit.into_iter().filter(|d| once(d)).collect();
-    let read: Vec<Document> = read.into_iter().filter(|d| once(d)).collect();
-    let skip = |d: &Document| is_kustomize_document(&d.value) || !is_kubernetes_object(&d.value);
-    let (skipped_explicit, explicit): (Vec<Document>, Vec<Document>) =
-        explicit.into_iter().partition(skip);
-    let (skipped, read): (Vec<Document>, Vec<Document>) = read.into_iter().partition(skip);
-    let is_template = |d: &Document| is_expansion_template_document(&d.value);
-    let (mut template_documents, mut documents): (Vec<Document>, Vec<Document>) =
-        explicit.into_iter().partition(is_template);
-    let (templates_read, read): (Vec<Document>, Vec<Document>) =
-        read.into_iter().partition(is_template);
-    template_documents.extend(templates_read);
-    let (mutators, others): (Vec<Document>, Vec<Document>) =
-        read.into_iter().partition(|document| {
-            is_mutator_document(&document.value) || is_provider_document(&document.value)
-        });
+    let explicit: Vec<Document> = explicit
+        .into_iter()
+        .filter(|d| seen.insert(d.origin.to_string()))
+        .collect();
+    let explicit_origins = seen.clone();
+    let (skipped_explicit, explicit): (Vec<Document>, Vec<Document>) = explicit
+        .into_iter()
+        .partition(|d| Role::of(d) == Role::Skipped);
+    let (mut template_documents, mut documents): (Vec<Document>, Vec<Document>) = explicit
+        .into_iter()
+        .partition(|d| Role::of(d) == Role::Template);
+    let mut mutators = Vec::new();
+    let mut others = Vec::new();
+    let mut skipped = skipped_explicit.len();
+    visit_documents(inputs, stdin, &mut |read| match read {
+        Err(error) => errors.push(error),
+        Ok(document) if !seen.insert(document.origin.to_string()) => {}
+        Ok(document) => match Role::of(&document) {
+            Role::Skipped => skipped += 1,
+            Role::Template => template_documents.push(document),
+            Role::Mutator => mutators.push(document),
+            Role::Object => {
+                if keep_objects || namespace_name(&document.value).is_some() {
+                    others.push(document);
+                }
+            }
+        },
+    });
     let found = mutators
         .iter()
         .filter(|d| is_mutator_document(&d.value))
@@ -218,7 +274,8 @@ pub fn repository(explicit: &[String], inputs: &[Input]) -> Repository {
         found,
         templates,
         others,
-        skipped: skipped.len() + skipped_explicit.len(),
+        skipped,
+        explicit_origins,
     };
     // Templates that generate each other are refused, with or without
     // --expand, built-ins included (yours may cycle through them).
@@ -227,6 +284,27 @@ pub fn repository(explicit: &[String], inputs: &[Input]) -> Repository {
     }
     repository.findings = findings;
     repository
+}
+
+/// Reads `inputs` again (after [`repository_with`] without objects) and
+/// hands `visit` each object `others` would have held, in order, each file
+/// once (`explicit_origins`: [`Repository::explicit_origins`]); problems
+/// were reported by the first read.
+pub fn visit_objects(
+    explicit_origins: &HashSet<String>,
+    inputs: &[Input],
+    stdin: &mut dyn std::io::Read,
+    visit: &mut dyn FnMut(Document),
+) {
+    let mut seen = explicit_origins.clone();
+    visit_documents(inputs, stdin, &mut |read| {
+        if let Ok(document) = read
+            && seen.insert(document.origin.to_string())
+            && Role::of(&document) == Role::Object
+        {
+            visit(document);
+        }
+    });
 }
 
 /// Whether a document is a Kubernetes object: an object with a string

@@ -110,7 +110,18 @@ pub fn run(args: &MutateArgs) -> anyhow::Result<Exit> {
     } else {
         args.inputs.iter().map(|p| Input::from_arg(p)).collect()
     };
-    let repository = load::repository(&args.mutators, &inputs);
+    // Standard input is read once and kept: the inputs are read twice, for
+    // the mutators, then object by object (memory does not grow with them).
+    let mut stdin = String::new();
+    let explicit_stdin = args
+        .mutators
+        .iter()
+        .any(|m| Input::from_arg(m) == Input::Stdin);
+    if explicit_stdin || inputs.contains(&Input::Stdin) {
+        std::io::Read::read_to_string(&mut std::io::stdin().lock(), &mut stdin)
+            .context("reading standard input")?;
+    }
+    let repository = load::repository_with(&args.mutators, &inputs, &mut stdin.as_bytes(), false);
     let (mut namespaces, namespace_errors) = load::namespaces(&args.namespaces);
     let mut invalid = false;
     for error in repository
@@ -170,26 +181,76 @@ pub fn run(args: &MutateArgs) -> anyhow::Result<Exit> {
         external: &external,
         username: &args.username,
     };
-    let mut outcome = Exit::Ok;
-    let mut printer = Printer::new(args);
-    let mut identities: HashMap<String, String> = HashMap::new();
-    for document in &documents {
+    let mut run = Objects {
+        args,
+        system: &system,
+        expander: expander.as_ref(),
+        offline: &offline,
+        printer: Printer::new(args),
+        outcome: Exit::Ok,
+        identities: HashMap::new(),
+        failure: None,
+    };
+    // As in the first read: `--mutators -` took standard input.
+    let objects_stdin = if explicit_stdin { "" } else { stdin.as_str() };
+    load::visit_objects(
+        &repository.explicit_origins,
+        &inputs,
+        &mut objects_stdin.as_bytes(),
+        &mut |document| {
+            if run.failure.is_none()
+                && let Err(error) = run.object(&document)
+            {
+                run.failure = Some(error);
+            }
+        },
+    );
+    if let Some(error) = run.failure {
+        return Err(error);
+    }
+    run.printer.finish()?;
+    Ok(run.outcome)
+}
+
+/// The objects of one `sartor mutate`, mutated and printed one at a time.
+struct Objects<'a> {
+    args: &'a MutateArgs,
+    system: &'a sartor_engine::System,
+    expander: Option<&'a Expander>,
+    offline: &'a Offline<'a>,
+    printer: Printer,
+    outcome: Exit,
+    /// `Kind namespace/name` of each object so far, with where it was read.
+    identities: HashMap<String, String>,
+    /// The first output error, which stops the run.
+    failure: Option<anyhow::Error>,
+}
+
+impl Objects<'_> {
+    /// Mutates and prints `document` (and what it generates, with --expand).
+    ///
+    /// # Errors
+    /// Output that cannot be written or serialized.
+    fn object(&mut self, document: &Document) -> anyhow::Result<()> {
+        let (args, system, offline) = (self.args, self.system, self.offline);
         // One object twice is usually a kustomize patch read as a file.
         let identity = describe(&document.value);
-        match identities.get(&identity) {
+        match self.identities.get(&identity) {
             Some(first) => eprintln!(
                 "warning: {}: {identity} is also at {first} (a kustomize patch? preview the \
                  built overlay: kustomize build DIR | sartor mutate)",
                 document.origin
             ),
             None => {
-                identities.insert(identity, document.origin.to_string());
+                self.identities
+                    .insert(identity, document.origin.to_string());
             }
         }
-        match mutate_one(&system, document, &offline) {
+        let printer = &mut self.printer;
+        match mutate_one(system, document, offline) {
             Ok((object, mutation)) => {
-                if args.exit_code && object != document.value && outcome == Exit::Ok {
-                    outcome = Exit::Changed;
+                if args.exit_code && object != document.value && self.outcome == Exit::Ok {
+                    self.outcome = Exit::Changed;
                 }
                 if args.explain {
                     let mut explanation = String::new();
@@ -199,8 +260,8 @@ pub fn run(args: &MutateArgs) -> anyhow::Result<Exit> {
                 if args.diff {
                     printer.text(&colour(&diff(document, &object)?))?;
                 }
-                let generated = match &expander {
-                    Some(expander) => expand_one(expander, &system, document, &object, &offline),
+                let generated = match self.expander {
+                    Some(expander) => expand_one(expander, system, document, &object, offline),
                     None => Ok(Vec::new()),
                 };
                 printer.object(object)?;
@@ -229,18 +290,17 @@ pub fn run(args: &MutateArgs) -> anyhow::Result<Exit> {
                     }
                     Err(message) => {
                         eprintln!("error: {message}");
-                        outcome = Exit::MutationFailed;
+                        self.outcome = Exit::MutationFailed;
                     }
                 }
             }
             Err(message) => {
                 eprintln!("error: {message}");
-                outcome = Exit::MutationFailed;
+                self.outcome = Exit::MutationFailed;
             }
         }
+        Ok(())
     }
-    printer.finish()?;
-    Ok(outcome)
 }
 
 /// Where the results go, as they are ready: YAML objects, explanations and
