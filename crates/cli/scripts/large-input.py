@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Writes DIR/pods.yaml (10,000 three-container Pods in 20 namespaces, one
+"""Writes DIR/pods.yaml (COUNT three-container Pods, 10,000 by default, in 20 namespaces, one
 multi-document file) and DIR/mutators.yaml (100 mutators of all four kinds,
 some matching every Pod, some a namespace or a label, 20 for Deployments only).
 
-Usage: python3 crates/cli/scripts/large-input.py DIR
+Usage: python3 crates/cli/scripts/large-input.py DIR [COUNT]
 Then:  time target/release/sartor mutate -m DIR/mutators.yaml DIR/pods.yaml > /dev/null
 """
 import os
@@ -13,7 +13,8 @@ out = sys.argv[1] if len(sys.argv) > 1 else "large-input"
 os.makedirs(out, exist_ok=True)
 
 pods = []
-for i in range(10000):
+count = int(sys.argv[2]) if len(sys.argv) > 2 else 10000
+for i in range(count):
     pods.append(f"""apiVersion: v1
 kind: Pod
 metadata:

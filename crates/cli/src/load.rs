@@ -145,6 +145,9 @@ pub struct Repository {
     pub templates: Vec<LoadedTemplate>,
     /// The external data providers found (in `--mutators` or the inputs).
     pub providers: Vec<LoadedProvider>,
+    /// Whether `others` holds every object (else only the Namespaces: see
+    /// [`repository_with`]).
+    pub objects_kept: bool,
     /// Where the documents of `--mutators` were read (`file`, `file:
     /// document N`), which are never objects.
     pub explicit_origins: HashSet<String>,
@@ -165,7 +168,7 @@ pub struct Repository {
 /// `values.yaml`, a `renovate.json`) are skipped, and a file given twice (a
 /// directory and a file in it) is read once.
 pub fn repository(explicit: &[String], inputs: &[Input]) -> Repository {
-    repository_with(explicit, inputs, &mut std::io::stdin().lock(), true)
+    repository_with(explicit, inputs, &mut std::io::stdin().lock(), usize::MAX)
 }
 
 /// What a document of the inputs is to `sartor mutate`.
@@ -198,15 +201,16 @@ impl Role {
 }
 
 /// [`repository`], reading `-` from `stdin` (once: `--mutators -` leaves
-/// nothing for an input `-`); with `keep_objects` false,
-/// `others` holds only the Namespace objects (what namespaceSelectors need)
-/// and the inputs are read one document at a time, so that memory does not
-/// grow with the objects: the caller reads them again ([`visit_objects`]).
+/// nothing for an input `-`) and keeping at most `keep_objects` objects:
+/// past that, `others` holds only the Namespace objects (what
+/// namespaceSelectors need), `objects_kept` is false and the caller reads
+/// the objects again, one at a time ([`visit_objects`]), so that memory does
+/// not grow with them.
 pub fn repository_with(
     explicit: &[String],
     inputs: &[Input],
     stdin: &mut dyn std::io::Read,
-    keep_objects: bool,
+    keep_objects: usize,
 ) -> Repository {
     let explicit: Vec<Input> = explicit.iter().map(|p| Input::from_arg(p)).collect();
     let (explicit, mut errors) = read_documents_with_stdin(&explicit, stdin);
@@ -224,6 +228,7 @@ pub fn repository_with(
         .partition(|d| Role::of(d) == Role::Template);
     let mut mutators = Vec::new();
     let mut others = Vec::new();
+    let mut objects = 0usize;
     let mut skipped = skipped_explicit.len();
     visit_documents(inputs, stdin, &mut |read| match read {
         Err(error) => errors.push(error),
@@ -233,7 +238,11 @@ pub fn repository_with(
             Role::Template => template_documents.push(document),
             Role::Mutator => mutators.push(document),
             Role::Object => {
-                if keep_objects || namespace_name(&document.value).is_some() {
+                objects += 1;
+                if objects == keep_objects.saturating_add(1) {
+                    others.retain(|d: &Document| namespace_name(&d.value).is_some());
+                }
+                if objects <= keep_objects || namespace_name(&document.value).is_some() {
                     others.push(document);
                 }
             }
@@ -275,6 +284,7 @@ pub fn repository_with(
         templates,
         others,
         skipped,
+        objects_kept: objects <= keep_objects,
         explicit_origins,
     };
     // Templates that generate each other are refused, with or without
@@ -430,4 +440,61 @@ pub fn namespace_name(value: &Value) -> Option<&str> {
         return None;
     }
     value.get("metadata")?.get("name")?.as_str()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    const INPUT: &str = "apiVersion: v1\nkind: Pod\nmetadata: {name: a}\n---\n\
+        apiVersion: v1\nkind: Namespace\nmetadata: {name: shop}\n---\n\
+        apiVersion: mutations.sartor.dev/v1\nkind: Assign\nmetadata: {name: pull}\n\
+        spec:\n  applyTo: [{groups: [\"\"], versions: [v1], kinds: [Pod]}]\n  \
+        location: 'spec.containers[name: *].imagePullPolicy'\n  \
+        parameters: {assign: {value: Always}}\n---\n\
+        apiVersion: v1\nkind: Pod\nmetadata: {name: b}\n---\n\
+        apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n";
+
+    fn names(documents: &[Document]) -> Vec<String> {
+        documents
+            .iter()
+            .map(|d| d.value["metadata"]["name"].as_str().unwrap().to_string())
+            .collect()
+    }
+
+    /// Past `keep_objects`, only the Namespaces are kept, and a second read
+    /// gives every object in order, and nothing else.
+    #[test]
+    fn objects_past_the_limit_are_read_again_one_at_a_time() {
+        let inputs = [Input::Stdin];
+        let kept = repository_with(&[], &inputs, &mut INPUT.as_bytes(), usize::MAX);
+        assert!(kept.objects_kept);
+        assert_eq!(names(&kept.others), ["a", "shop", "b"]);
+
+        let streamed = repository_with(&[], &inputs, &mut INPUT.as_bytes(), 1);
+        assert!(!streamed.objects_kept);
+        assert_eq!(names(&streamed.others), ["shop"]);
+        assert_eq!(streamed.system.len(), 1);
+        assert_eq!((streamed.found, streamed.skipped), (1, 1));
+        let mut objects = Vec::new();
+        visit_objects(
+            &streamed.explicit_origins,
+            &inputs,
+            &mut INPUT.as_bytes(),
+            &mut |document| objects.push(document),
+        );
+        assert_eq!(names(&objects), names(&kept.others));
+        assert_eq!(
+            objects
+                .iter()
+                .map(|d| d.origin.to_string())
+                .collect::<Vec<_>>(),
+            [
+                "<stdin>: document 1",
+                "<stdin>: document 2",
+                "<stdin>: document 4"
+            ]
+        );
+    }
 }

@@ -100,6 +100,11 @@ enum Format {
     Json,
 }
 
+/// Objects held from the first read of the inputs; a larger input is read a
+/// second time, object by object, so that memory stays bounded (10,000
+/// three-container Pods parsed take about 55 MB).
+const OBJECTS_KEPT: usize = 10_000;
+
 /// Runs `sartor mutate`.
 ///
 /// # Errors
@@ -121,7 +126,8 @@ pub fn run(args: &MutateArgs) -> anyhow::Result<Exit> {
         std::io::Read::read_to_string(&mut std::io::stdin().lock(), &mut stdin)
             .context("reading standard input")?;
     }
-    let repository = load::repository_with(&args.mutators, &inputs, &mut stdin.as_bytes(), false);
+    let repository =
+        load::repository_with(&args.mutators, &inputs, &mut stdin.as_bytes(), OBJECTS_KEPT);
     let (mut namespaces, namespace_errors) = load::namespaces(&args.namespaces);
     let mut invalid = false;
     for error in repository
@@ -191,20 +197,25 @@ pub fn run(args: &MutateArgs) -> anyhow::Result<Exit> {
         identities: HashMap::new(),
         failure: None,
     };
-    // As in the first read: `--mutators -` took standard input.
-    let objects_stdin = if explicit_stdin { "" } else { stdin.as_str() };
-    load::visit_objects(
-        &repository.explicit_origins,
-        &inputs,
-        &mut objects_stdin.as_bytes(),
-        &mut |document| {
-            if run.failure.is_none()
-                && let Err(error) = run.object(&document)
-            {
-                run.failure = Some(error);
-            }
-        },
-    );
+    let mut each = |document: &Document| {
+        if run.failure.is_none()
+            && let Err(error) = run.object(document)
+        {
+            run.failure = Some(error);
+        }
+    };
+    if repository.objects_kept {
+        documents.iter().for_each(&mut each);
+    } else {
+        // As in the first read: `--mutators -` took standard input.
+        let objects_stdin = if explicit_stdin { "" } else { stdin.as_str() };
+        load::visit_objects(
+            &repository.explicit_origins,
+            &inputs,
+            &mut objects_stdin.as_bytes(),
+            &mut |document| each(&document),
+        );
+    }
     if let Some(error) = run.failure {
         return Err(error);
     }
