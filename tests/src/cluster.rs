@@ -395,6 +395,10 @@ pub struct ControlPlane {
     // Field order is drop order: the API server stops before etcd, and the
     // directory goes last.
     apiserver: Guarded,
+    /// How the API server was started, to start it again.
+    apiserver_args: Vec<String>,
+    /// API server starts so far (each logs to its own file).
+    apiserver_starts: usize,
     etcd: Guarded,
     dir: TempDir,
 }
@@ -448,32 +452,33 @@ impl ControlPlane {
 
         let port = free_port()?;
         let url = format!("https://127.0.0.1:{port}");
+        let apiserver_args = vec![
+            format!("--etcd-servers={etcd_url}"),
+            "--advertise-address=127.0.0.1".to_string(),
+            "--bind-address=127.0.0.1".to_string(),
+            format!("--secure-port={port}"),
+            format!("--cert-dir={}", path("certs").display()),
+            format!("--tls-cert-file={}", path("apiserver.crt").display()),
+            format!("--tls-private-key-file={}", path("apiserver.key").display()),
+            format!("--client-ca-file={}", path("ca.crt").display()),
+            format!("--service-account-key-file={}", path("sa.pub").display()),
+            format!(
+                "--service-account-signing-key-file={}",
+                path("sa.key").display()
+            ),
+            "--service-account-issuer=https://kubernetes.default.svc.cluster.local".to_string(),
+            "--service-cluster-ip-range=10.0.0.0/24".to_string(),
+            "--endpoint-reconciler-type=none".to_string(),
+            "--authorization-mode=RBAC".to_string(),
+            // No controller-manager creates `default` service accounts.
+            "--disable-admission-plugins=ServiceAccount".to_string(),
+            "--allow-privileged=true".to_string(),
+            "--v=1".to_string(),
+        ];
         let apiserver = Guarded::spawn(
             "kube-apiserver",
             &tools.path("kube-apiserver"),
-            &[
-                format!("--etcd-servers={etcd_url}"),
-                "--advertise-address=127.0.0.1".to_string(),
-                "--bind-address=127.0.0.1".to_string(),
-                format!("--secure-port={port}"),
-                format!("--cert-dir={}", path("certs").display()),
-                format!("--tls-cert-file={}", path("apiserver.crt").display()),
-                format!("--tls-private-key-file={}", path("apiserver.key").display()),
-                format!("--client-ca-file={}", path("ca.crt").display()),
-                format!("--service-account-key-file={}", path("sa.pub").display()),
-                format!(
-                    "--service-account-signing-key-file={}",
-                    path("sa.key").display()
-                ),
-                "--service-account-issuer=https://kubernetes.default.svc.cluster.local".to_string(),
-                "--service-cluster-ip-range=10.0.0.0/24".to_string(),
-                "--endpoint-reconciler-type=none".to_string(),
-                "--authorization-mode=RBAC".to_string(),
-                // No controller-manager creates `default` service accounts.
-                "--disable-admission-plugins=ServiceAccount".to_string(),
-                "--allow-privileged=true".to_string(),
-                "--v=1".to_string(),
-            ],
+            &apiserver_args,
             &[],
             &path("kube-apiserver.log"),
         )?;
@@ -498,11 +503,40 @@ impl ControlPlane {
             kubeconfig,
             pki,
             apiserver,
+            apiserver_args,
+            apiserver_starts: 1,
             etcd,
             dir,
         };
         plane.wait_ready(Duration::from_secs(90))?;
         Ok(plane)
+    }
+
+    /// Stops the API server (SIGTERM, then waits for it); etcd keeps
+    /// running, so [`ControlPlane::start_apiserver`] brings back every object.
+    pub fn stop_apiserver(&mut self) {
+        self.apiserver.stop();
+    }
+
+    /// Starts the API server again, on the same address with the same
+    /// flags, and waits until it is ready.
+    ///
+    /// # Errors
+    /// What failed, with the tail of its log.
+    pub fn start_apiserver(&mut self) -> Result<(), String> {
+        self.apiserver_starts += 1;
+        let log = self
+            .dir
+            .path()
+            .join(format!("kube-apiserver-{}.log", self.apiserver_starts));
+        self.apiserver = Guarded::spawn(
+            "kube-apiserver",
+            &self.tools.path("kube-apiserver"),
+            &self.apiserver_args,
+            &[],
+            &log,
+        )?;
+        self.wait_ready(Duration::from_secs(90))
     }
 
     fn wait_ready(&mut self, limit: Duration) -> Result<(), String> {

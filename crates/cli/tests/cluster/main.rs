@@ -32,6 +32,7 @@ mod crds;
 mod external;
 mod install;
 mod lifecycle;
+mod resilience;
 mod rules;
 
 use std::io::{Read as _, Write as _};
@@ -80,6 +81,7 @@ const TRIALS: &[Check<Suite>] = trials![
     compat::a_missing_crd_is_named_and_the_other_kinds_served,
     compat::no_crd_of_sartors_keeps_the_replica_not_ready,
     external::providers_are_watched_and_images_pinned,
+    resilience::the_webhook_answers_while_the_api_server_is_down_and_catches_up_after,
 ];
 
 /// What the trials share: the control plane and what earlier trials set up.
