@@ -25,6 +25,9 @@ for target in "${targets[@]}"; do
         -rss_limit_mb=2048 -timeout=10 -print_final_stats=1; then
         failed+=("$target")
     fi
+    # libFuzzer's -jobs mode logs the job to ./fuzz-0.log: keep it with the artifacts.
+    mkdir -p fuzz/artifacts/"$target"
+    [ -f fuzz-0.log ] && mv fuzz-0.log fuzz/artifacts/"$target"/last-run.log
 done
 if [ "${#failed[@]}" -ne 0 ]; then
     echo "crashed: ${failed[*]} (reproducers in fuzz/artifacts/)" >&2
