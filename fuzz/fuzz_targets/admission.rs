@@ -58,7 +58,10 @@ fn harness() -> &'static Harness {
             system,
             errors: Vec::new(),
         });
-        let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        let runtime = match tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        {
             Ok(runtime) => runtime,
             Err(e) => panic!("no runtime: {e}"),
         };
@@ -98,7 +101,10 @@ fn check(endpoint: &str, body: &[u8], reply: &Reply) {
                 "{endpoint}: a {} that is not text",
                 reply.status
             );
-            assert!(std::str::from_utf8(&reply.body).is_ok(), "{endpoint}: not UTF-8");
+            assert!(
+                std::str::from_utf8(&reply.body).is_ok(),
+                "{endpoint}: not UTF-8"
+            );
         }
         status => panic!(
             "{endpoint}: status {status}: {}",

@@ -24,7 +24,11 @@ fuzz_target!(|data: &[u8]| {
         };
         match Mutator::compile(&object) {
             Ok(compiled) => {
-                let _ = (compiled.terminal(), compiled.provider(), compiled.needs_namespace());
+                let _ = (
+                    compiled.terminal(),
+                    compiled.provider(),
+                    compiled.needs_namespace(),
+                );
                 let id = compiled.id().clone();
                 system.upsert(compiled);
                 for conflict in system.conflicts(&id) {

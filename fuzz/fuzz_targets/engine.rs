@@ -49,7 +49,10 @@ fuzz_target!(|data: &[u8]| {
         Ok(mutation) => mutation,
         Err(error) => panic!("mutating again without a patch failed: {error}"),
     };
-    assert_eq!(plain.object, with_patch.object, "the patch changed the result");
+    assert_eq!(
+        plain.object, with_patch.object,
+        "the patch changed the result"
+    );
     let Some(mutated) = with_patch.object else {
         assert!(with_patch.patch.is_none(), "a patch without an object");
         return;
@@ -61,7 +64,10 @@ fuzz_target!(|data: &[u8]| {
     if let Err(error) = json_patch::patch(&mut patched, patch) {
         panic!("the patch does not apply: {error}\npatch: {patch:?}\nobject: {object}");
     }
-    assert_eq!(patched, mutated, "the patch does not give the mutated object: {patch:?}");
+    assert_eq!(
+        patched, mutated,
+        "the patch does not give the mutated object: {patch:?}"
+    );
     match system.mutate(&Admission::new(&mutated)) {
         Ok(again) => assert!(
             again.object.is_none(),

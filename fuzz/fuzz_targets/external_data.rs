@@ -34,7 +34,11 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let policy = ["Fail", "Ignore", "UseDefault"][usize::from(first % 3)];
-    let source = if first & 4 == 0 { "ValueAtLocation" } else { "Username" };
+    let source = if first & 4 == 0 {
+        "ValueAtLocation"
+    } else {
+        "Username"
+    };
     let mut external = json!({"provider": "p", "failurePolicy": policy, "dataSource": source});
     if policy == "UseDefault" {
         external["default"] = json!("busybox:latest");
@@ -68,9 +72,10 @@ fuzz_target!(|data: &[u8]| {
                 "parameters": {"assignDomain": "mirror.example.com"},
             },
         });
-        if let Ok(compiled) = parse_mutator(&pin).map_err(|e| e.to_string()).and_then(|p| {
-            Mutator::compile(&p).map_err(|e| e.to_string())
-        }) {
+        if let Ok(compiled) = parse_mutator(&pin)
+            .map_err(|e| e.to_string())
+            .and_then(|p| Mutator::compile(&p).map_err(|e| e.to_string()))
+        {
             system.upsert(compiled);
         }
     }
@@ -97,7 +102,10 @@ fuzz_target!(|data: &[u8]| {
         Ok(mutation) => {
             if let Some(object) = &mutation.object {
                 assert!(!mutation.unanswered);
-                assert!(!holds_placeholder(object), "a placeholder was left in {object}");
+                assert!(
+                    !holds_placeholder(object),
+                    "a placeholder was left in {object}"
+                );
             }
             Some(mutation)
         }

@@ -43,12 +43,19 @@ fuzz_target!(|data: &[u8]| {
             None => continue,
         };
         if let Ok(sub_path) = Path::parse(sub_path) {
-            tests.push(PathTest { sub_path, condition });
+            tests.push(PathTest {
+                sub_path,
+                condition,
+            });
         }
     }
     if let Ok(tests) = PathTests::new(&path, &tests) {
         for depth in 0..=path.len() {
-            let _ = (tests.condition_at(depth), tests.exists_ok(depth), tests.missing_ok(depth));
+            let _ = (
+                tests.condition_at(depth),
+                tests.exists_ok(depth),
+                tests.missing_ok(depth),
+            );
         }
     }
 });

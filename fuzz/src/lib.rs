@@ -275,7 +275,13 @@ pub fn mutator(b: &mut Bytes<'_>, kind: &str, name: &str) -> Value {
             parameters.insert("values".into(), json!({"fromList": list}));
         }
         _ => {
-            let domains = ["mirror.example.com", "localhost:5000", "", "a.b:x", "UPPER.io"];
+            let domains = [
+                "mirror.example.com",
+                "localhost:5000",
+                "",
+                "a.b:x",
+                "UPPER.io",
+            ];
             let paths = ["library/nginx", "", "x", "a//b", "team/app"];
             let tags = [":v1", "@sha256:0123", "", ":", "latest"];
             if b.below(2) == 0 {
@@ -324,9 +330,7 @@ pub fn object(data: &[u8]) -> Value {
         Ok(Value::Object(mut fields)) => {
             // The object is the fuzzer's, the kind mostly not: keep it a Pod
             // unless it names a kind itself.
-            fields
-                .entry("apiVersion")
-                .or_insert_with(|| json!("v1"));
+            fields.entry("apiVersion").or_insert_with(|| json!("v1"));
             fields.entry("kind").or_insert_with(|| json!("Pod"));
             Value::Object(fields)
         }
