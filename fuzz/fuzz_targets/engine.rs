@@ -1,0 +1,80 @@
+//! The engine: 1-4 mutators (Assign, AssignMetadata, ModifySet, AssignImage)
+//! built from fuzz bytes × an object (the rest of the input, when it is a JSON
+//! object; else a fixed Pod) → `System::upsert` each → `System::mutate`.
+//!
+//! Oracles, besides "no panic":
+//! - the RFC 6902 patch of a mutation (`Admission::with_patch`), applied to
+//!   the admitted object, gives the mutated object;
+//! - mutating without asking for the patch gives the same object;
+//! - a converged result is a fixed point: mutating it again with the same
+//!   system changes nothing (`object: None`). This holds for every kind:
+//!   `System::mutate` stops only after a whole pass ends where it started,
+//!   and a pass is a function of the object alone (matching is re-read after
+//!   any change under `metadata`; value conditions every time; no
+//!   Namespace lookup and no external data here), so the last pass of the
+//!   first run *is* the first pass of the second. AssignMetadata sets only
+//!   what is missing, which is idempotent too. The annotation
+//!   (`set_annotate`) is off: it records the mutators that changed the
+//!   object, which a second run on a fixed point does not repeat.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use sartor_api::parse_mutator;
+use sartor_engine::{Admission, Mutator, System};
+use sartor_fuzz::{Bytes, KINDS, mutator, object};
+
+fuzz_target!(|data: &[u8]| {
+    let mut b = Bytes::new(data);
+    let count = 1 + b.below(4);
+    let mut system = System::new();
+    for i in 0..count {
+        let kind = b.pick(&KINDS);
+        let document = mutator(&mut b, kind, &format!("m{i}"));
+        let Ok(parsed) = parse_mutator(&document) else {
+            continue;
+        };
+        if let Ok(compiled) = Mutator::compile(&parsed) {
+            system.upsert(compiled);
+        }
+    }
+    let object = object(b.rest());
+    let with_patch = match system.mutate(&Admission::new(&object).with_patch()) {
+        Ok(mutation) => mutation,
+        Err(error) => {
+            let _ = error.to_string();
+            return;
+        }
+    };
+    let plain = match system.mutate(&Admission::new(&object)) {
+        Ok(mutation) => mutation,
+        Err(error) => panic!("mutating again without a patch failed: {error}"),
+    };
+    assert_eq!(
+        plain.object, with_patch.object,
+        "the patch changed the result"
+    );
+    let Some(mutated) = with_patch.object else {
+        assert!(with_patch.patch.is_none(), "a patch without an object");
+        return;
+    };
+    let Some(patch) = &with_patch.patch else {
+        panic!("a mutated object without its patch");
+    };
+    let mut patched = object.clone();
+    if let Err(error) = json_patch::patch(&mut patched, patch) {
+        panic!("the patch does not apply: {error}\npatch: {patch:?}\nobject: {object}");
+    }
+    assert_eq!(
+        patched, mutated,
+        "the patch does not give the mutated object: {patch:?}"
+    );
+    match system.mutate(&Admission::new(&mutated)) {
+        Ok(again) => assert!(
+            again.object.is_none(),
+            "not a fixed point: {mutated}\nbecame {:?}\nchanges {:?}",
+            again.object,
+            again.changes
+        ),
+        Err(error) => panic!("mutating the result failed: {error}\nresult: {mutated}"),
+    }
+});
