@@ -78,6 +78,7 @@ pub fn run(args: &LintArgs) -> anyhow::Result<Exit> {
     let repository = load::repository(&args.mutators, &inputs);
     let system = &repository.system;
     let mut findings = repository.findings.clone();
+    findings.extend(load::provider_findings(&repository));
     findings.extend(
         load::analysis_findings(system, &repository.origins)
             .into_iter()

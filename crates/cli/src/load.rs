@@ -39,6 +39,9 @@ pub enum Category {
     Compile,
     /// A schema conflict between mutators.
     Conflict,
+    /// An externalData mutator asking a Provider the repository does not
+    /// define, while it defines others.
+    Provider,
     /// A finding of the static analysis of the set.
     Analysis(Rule),
 }
@@ -50,15 +53,18 @@ impl Category {
             Category::Load => "load",
             Category::Compile => "compile",
             Category::Conflict => "conflict",
+            Category::Provider => "provider",
             Category::Analysis(rule) => rule.as_str(),
         }
     }
 
-    /// Load, compile and conflict problems are errors; analysis findings
-    /// have their rule's severity.
+    /// Load, compile and conflict problems are errors; a provider not
+    /// among those read is a warning (it may exist in the cluster); analysis
+    /// findings have their rule's severity.
     pub fn severity(self) -> Severity {
         match self {
             Category::Load | Category::Compile | Category::Conflict => Severity::Error,
+            Category::Provider => Severity::Warning,
             Category::Analysis(rule) => rule.severity(),
         }
     }
@@ -123,6 +129,42 @@ pub fn analysis_findings(system: &System, origins: &HashMap<MutatorId, Origin>) 
                 subject: Some(first.to_string()),
                 message: found.message.clone(),
                 analysis: Some(Box::new(found)),
+            })
+        })
+        .collect()
+}
+
+/// The externalData mutators asking a Provider that `repository` does not
+/// define, when it defines some (a repository without Providers keeps them
+/// in the cluster): in a cluster without that Provider, every admission
+/// they match fails per their failurePolicy.
+pub fn provider_findings(repository: &Repository) -> Vec<Finding> {
+    if repository.providers.is_empty() {
+        return Vec::new();
+    }
+    let mut names: Vec<&str> = repository
+        .providers
+        .iter()
+        .map(|p| p.provider.name())
+        .collect();
+    names.sort_unstable();
+    repository
+        .system
+        .mutators()
+        .filter_map(|mutator| {
+            let provider = mutator.provider()?;
+            if names.contains(&provider) {
+                return None;
+            }
+            Some(Finding {
+                category: Category::Provider,
+                origin: repository.origins.get(mutator.id())?.clone(),
+                subject: Some(mutator.id().to_string()),
+                message: format!(
+                    "spec.parameters.assign.externalData.provider: no Provider {provider:?} among those read ({}); in a cluster without it, every admission this mutator matches meets an unknown provider and its failurePolicy decides",
+                    names.join(", ")
+                ),
+                analysis: None,
             })
         })
         .collect()

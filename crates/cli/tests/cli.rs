@@ -1141,6 +1141,31 @@ fn external_data_uses_recorded_answers_and_names_what_is_missing() {
         "",
     );
     assert_eq!((code, stderr.as_str()), (0, "2 mutators, no problems\n"));
+
+    // A Provider the repository does not define, while it defines others.
+    let images =
+        std::fs::read_to_string(root.join("examples/external-data/mutators/mutate-images.yaml"))
+            .unwrap()
+            .replace("provider: my-provider", "provider: other-provider");
+    let provider =
+        std::fs::read_to_string(root.join("examples/external-data/mutators/provider.yaml"))
+            .unwrap();
+    let dir = scratch(
+        "lint-provider",
+        &[("m/images.yaml", &images), ("m/provider.yaml", &provider)],
+    );
+    let (code, _, stderr) = sartor(&dir, &["lint", "--mutators", "m"], "");
+    assert_eq!(
+        (code, stderr.as_str()),
+        (
+            0,
+            "warning: m/images.yaml: document 1: Assign mutate-images: \
+             spec.parameters.assign.externalData.provider: no Provider \"other-provider\" among those \
+             read (my-provider); in a cluster without it, every admission this mutator matches meets \
+             an unknown provider and its failurePolicy decides\n1 mutators, no errors, 1 warning\n"
+        )
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// `--call-providers` asks the providers themselves, here a real HTTPS
