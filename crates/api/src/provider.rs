@@ -129,6 +129,22 @@ impl ProviderRequest {
     }
 }
 
+// === impl ProviderResponseBody ===
+
+impl ProviderResponseBody {
+    /// Why mutation refuses this answer as a whole, in Gatekeeper's words: a
+    /// `systemError` that is not blank, or an answer not declared idempotent.
+    pub fn refusal(&self) -> Option<String> {
+        if !self.system_error.trim().is_empty() {
+            Some(format!("non-empty system error: {}", self.system_error))
+        } else if !self.idempotent {
+            Some("non-idempotent response".to_string())
+        } else {
+            None
+        }
+    }
+}
+
 // === impl Provider ===
 
 impl Provider {

@@ -142,8 +142,7 @@ impl External {
                         missing.push(format!("provider {provider} ({})", quoted(keys.iter())));
                         continue;
                     };
-                    let failed = !response.response.idempotent
-                        || !response.response.system_error.trim().is_empty();
+                    let failed = response.response.refusal().is_some();
                     let items: BTreeSet<&String> =
                         response.response.items.iter().map(|i| &i.key).collect();
                     let unrecorded: Vec<&String> =

@@ -123,13 +123,7 @@ impl Answers {
     /// idempotent fails every key.
     pub fn response(&mut self, provider: &str, response: &ProviderResponse) {
         let body = &response.response;
-        let invalid = if !body.system_error.trim().is_empty() {
-            Some(format!("non-empty system error: {}", body.system_error))
-        } else if !body.idempotent {
-            Some("non-idempotent response".to_string())
-        } else {
-            None
-        };
+        let invalid = body.refusal();
         let answer = match invalid {
             Some(reason) => ProviderAnswer::Failed(format!(
                 "failed to validate external data response from provider {provider}: {reason}"
@@ -159,34 +153,6 @@ impl Answers {
             provider.to_string(),
             ProviderAnswer::Failed(reason.to_string()),
         );
-    }
-
-    /// Adds `provider`'s answer for `key` (a value, or the item's error), to
-    /// what it answered before: how a cache and a call are combined.
-    pub fn item(&mut self, provider: &str, key: &str, answer: Result<Value, String>) {
-        let entry = self
-            .providers
-            .entry(provider.to_string())
-            .or_insert_with(|| ProviderAnswer::Items(HashMap::new()));
-        if let ProviderAnswer::Items(items) = entry {
-            let item = match answer {
-                Ok(value) => Item::Value(value),
-                Err(error) => Item::Error(error),
-            };
-            items.insert(key.to_string(), item);
-        }
-    }
-
-    /// What `provider` answered for `key`: the value or the item's error;
-    /// `None` when it failed as a whole or did not answer the key.
-    pub fn get(&self, provider: &str, key: &str) -> Option<Result<&Value, &str>> {
-        match self.providers.get(provider)? {
-            ProviderAnswer::Items(items) => match items.get(key)? {
-                Item::Value(value) => Some(Ok(value)),
-                Item::Error(error) => Some(Err(error)),
-            },
-            ProviderAnswer::Failed(_) => None,
-        }
     }
 }
 

@@ -235,9 +235,7 @@ impl Providers {
         let started = Instant::now();
         let called = client.call(provider, missing, deadline).await;
         let outcome = match &called {
-            Ok(r) if !r.response.system_error.trim().is_empty() || !r.response.idempotent => {
-                ProviderCall::Invalid
-            }
+            Ok(r) if r.response.refusal().is_some() => ProviderCall::Invalid,
             Ok(_) => ProviderCall::Ok,
             Err((outcome, _)) => *outcome,
         };

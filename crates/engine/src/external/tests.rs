@@ -38,8 +38,12 @@ fn a_later_item_for_the_same_key_wins() {
     }}))
     .unwrap_or_default();
     answers.response("p", &response);
-    assert_eq!(answers.get("p", "k"), Some(Ok(&json!("second"))));
-    answers.item("p", "other", Err("gone".to_string()));
-    assert_eq!(answers.get("p", "other"), Some(Err("gone")));
-    assert_eq!(answers.get("q", "k"), None);
+    assert_eq!(answers.answer("p", "k"), Some(Ok(json!("second"))));
+    assert_eq!(
+        answers.answer("p", "other"),
+        Some(Err(
+            "failed to find external data item in response for provider p".to_string()
+        ))
+    );
+    assert_eq!(answers.answer("q", "k"), None);
 }
