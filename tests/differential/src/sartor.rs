@@ -1,0 +1,131 @@
+//! sartor's side of a case: what `sartor serve` does with mutator files and
+//! an admission request, through the same calls (the loader's
+//! `parse_mutator`, `Mutator::compile`, `System::upsert`, the webhook's
+//! skips, `System::mutate`).
+
+use std::collections::HashMap;
+
+use sartor_api::{Operation, parse_mutator};
+use sartor_engine::{Admission, Mutator, System};
+use serde_json::Value;
+
+use crate::case::{Answer, Case, Outcome, Verdict, name_of};
+
+/// What sartor makes of `case`.
+pub fn answer(case: &Case) -> Answer {
+    let mut system = System::new();
+    let mut verdicts = Vec::with_capacity(case.mutators.len());
+    for object in &case.mutators {
+        let kind = object
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let name = name_of(object).to_string();
+        let refused = |stage: &str, error: String| Verdict {
+            name: name.clone(),
+            kind: kind.clone(),
+            accepted: false,
+            stage: Some(stage.to_string()),
+            error: Some(error),
+            pruned: Vec::new(),
+            stored: None,
+        };
+        let verdict = match parse_mutator(object) {
+            Err(error) => refused("parse", error.to_string()),
+            Ok(parsed) => match Mutator::compile(&parsed) {
+                Err(error) => refused("compile", error.to_string()),
+                Ok(mutator) => {
+                    system.upsert(mutator);
+                    Verdict {
+                        name: name.clone(),
+                        kind: kind.clone(),
+                        accepted: true,
+                        stage: None,
+                        error: None,
+                        pruned: Vec::new(),
+                        stored: None,
+                    }
+                }
+            },
+        };
+        verdicts.push(verdict);
+    }
+    let conflicts = system
+        .conflicted()
+        .iter()
+        .map(|id| id.name.clone())
+        .collect();
+    Answer {
+        mutators: verdicts,
+        conflicts,
+        outcome: outcome(&system, case),
+    }
+}
+
+fn outcome(system: &System, case: &Case) -> Outcome {
+    let Ok(operation) = case.operation.parse::<Operation>() else {
+        return Outcome::Skipped {
+            skipped: format!("operation {} is not mutated", case.operation),
+        };
+    };
+    let namespaces: HashMap<String, Value> = case
+        .namespace
+        .iter()
+        .map(|ns| (name_of(ns).to_string(), ns.clone()))
+        .collect();
+    let admission = Admission::new(&case.object)
+        .operation(operation)
+        .namespaces(&namespaces)
+        .username(&case.username);
+    match system.mutate(&admission) {
+        Ok(mutation) => match mutation.object {
+            Some(object) => Outcome::Mutated { object },
+            None => Outcome::Unchanged,
+        },
+        Err(error) => Outcome::Error {
+            error: error.to_string(),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::generate::{Mode, cases};
+
+    /// The generator is worth running only if sartor mutates most cases,
+    /// refuses some mutators, and fails some admissions.
+    #[test]
+    fn generated_cases_reach_every_outcome() {
+        for mode in [Mode::Normal, Mode::Wild] {
+            let mut outcomes: BTreeMap<&str, usize> = BTreeMap::new();
+            let (mut accepted, mut refused) = (0, 0);
+            for case in cases(5, mode, 1_000) {
+                let answer = answer(&case);
+                *outcomes.entry(answer.outcome.word()).or_default() += 1;
+                for verdict in &answer.mutators {
+                    if verdict.accepted {
+                        accepted += 1;
+                    } else {
+                        refused += 1;
+                        if std::env::var_os("SHOW_REFUSALS").is_some() {
+                            eprintln!("REFUSED {}", verdict.error.as_deref().unwrap_or(""));
+                        }
+                    }
+                }
+            }
+            eprintln!("{mode:?}: {outcomes:?}, mutators accepted {accepted}, refused {refused}");
+            let share = |word| outcomes.get(word).copied().unwrap_or(0);
+            assert!(share("mutated") > 300, "{mode:?}: {outcomes:?}");
+            assert!(share("unchanged") > 50, "{mode:?}: {outcomes:?}");
+            assert!(share("error") > 10, "{mode:?}: {outcomes:?}");
+            assert!(
+                refused > 100 && accepted > 3 * refused,
+                "{mode:?}: {accepted} accepted, {refused} refused"
+            );
+        }
+    }
+}
