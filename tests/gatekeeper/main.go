@@ -75,6 +75,7 @@ func (o *Oracle) AnswerLine(line []byte) []byte {
 	if len(req.Object) == 0 || string(req.Object) == "null" {
 		return fatal(line, "malformed request: no object")
 	}
+	var panicMsg string
 	ans := func() (a *Answer) {
 		defer func() {
 			if p := recover(); p != nil {
@@ -93,8 +94,6 @@ func (o *Oracle) AnswerLine(line []byte) []byte {
 	}
 	return b
 }
-
-var panicMsg string
 
 func fatal(line []byte, msg string) []byte {
 	var idOnly struct {
