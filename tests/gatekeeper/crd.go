@@ -280,6 +280,11 @@ func (c *crdSet) admitMutator(raw json.RawMessage, toVersion func(*crdKind) stri
 	// each decode re-applies coercion/pruning and defaulting of that version's schema.
 	read = u.DeepCopy()
 	for _, ver := range []string{k.storage, toVersion(k)} {
+		if ver == read.GroupVersionKind().Version {
+			// Same schema as the object already went through: coercion,
+			// pruning and defaulting are idempotent, skip the work.
+			continue
+		}
 		tv := k.versions[ver]
 		if tv == nil {
 			return nil, nil, nil, refuse("crd", "version %q of %s is not served", ver, gk)

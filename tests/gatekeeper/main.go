@@ -12,6 +12,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
+	"runtime/debug"
+	"runtime/pprof"
+	"sync"
 
 	"github.com/go-logr/logr"
 	"k8s.io/klog/v2"
@@ -20,7 +24,23 @@ import (
 
 func main() {
 	crdDir := flag.String("crds", "", "directory holding Gatekeeper's mutation CRD YAML files (default: crds/ next to the binary, or $SARTOR_GATEKEEPER_CRDS)")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile to this file (for tuning)")
 	flag.Parse()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "oracle:", err)
+			os.Exit(2)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(os.Stderr, "oracle:", err)
+			os.Exit(2)
+		}
+		defer pprof.StopCPUProfile()
+	}
+
+	// Many short-lived allocations per request; trade memory for less GC.
+	debug.SetGCPercent(400)
 
 	// Gatekeeper logs through controller-runtime's logger; keep stdout clean.
 	ctrllog.SetLogger(logr.Discard())
@@ -37,33 +57,88 @@ func main() {
 		os.Exit(2)
 	}
 	if err := o.Serve(os.Stdin, os.Stdout); err != nil {
+		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "oracle:", err)
 		os.Exit(1)
 	}
 }
 
-// Serve is the main loop: one answer line per non-blank input line, flushed
-// after each line.
+// Serve is the main loop: one answer line per non-blank input line, in input
+// order, flushed after each line. Requests are answered by GOMAXPROCS workers
+// (each builds its own mutation.System); a single writer restores the order.
 func (o *Oracle) Serve(in io.Reader, out io.Writer) error {
-	r := bufio.NewReaderSize(in, 1<<20)
-	w := bufio.NewWriterSize(out, 1<<16)
-	for {
-		line, err := r.ReadBytes('\n')
-		if len(bytes.TrimSpace(line)) > 0 {
-			b := o.AnswerLine(line)
-			w.Write(b)
-			w.WriteByte('\n')
-			if ferr := w.Flush(); ferr != nil {
-				return ferr
+	workers := runtime.GOMAXPROCS(0)
+	type job struct {
+		seq  int
+		line []byte
+	}
+	type result struct {
+		seq int
+		b   []byte
+	}
+	jobs := make(chan job, 4*workers)
+	results := make(chan result, 4*workers)
+	var wg sync.WaitGroup
+	for i := 0; i < workers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range jobs {
+				results <- result{j.seq, o.AnswerLine(j.line)}
+			}
+		}()
+	}
+	readErr := make(chan error, 1)
+	go func() {
+		defer close(jobs)
+		r := bufio.NewReaderSize(in, 1<<20)
+		seq := 0
+		for {
+			line, err := r.ReadBytes('\n')
+			if len(bytes.TrimSpace(line)) > 0 {
+				jobs <- job{seq, line}
+				seq++
+			}
+			if err == io.EOF {
+				readErr <- nil
+				return
+			}
+			if err != nil {
+				readErr <- err
+				return
 			}
 		}
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return err
+	}()
+	go func() {
+		wg.Wait()
+		close(results)
+	}()
+
+	w := bufio.NewWriterSize(out, 1<<16)
+	pending := map[int][]byte{}
+	next := 0
+	var werr error
+	for res := range results {
+		pending[res.seq] = res.b
+		for {
+			b, ok := pending[next]
+			if !ok {
+				break
+			}
+			delete(pending, next)
+			next++
+			if werr != nil {
+				continue // keep draining so the workers finish
+			}
+			w.Write(b)
+			w.WriteByte('\n')
+			werr = w.Flush()
 		}
 	}
+	if werr != nil {
+		return werr
+	}
+	return <-readErr
 }
 
 // AnswerLine answers one request line (without the trailing newline).

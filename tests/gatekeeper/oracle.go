@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"sync"
 
 	"github.com/google/uuid"
 	"github.com/open-policy-agent/gatekeeper/v3/apis"
@@ -132,6 +133,42 @@ type FatalAnswer struct {
 // Oracle holds what is shared between requests (the parsed CRDs).
 type Oracle struct {
 	crds *crdSet
+
+	// compiled caches the CRD step + decode + compile per distinct mutator
+	// JSON (all three are pure functions of those bytes). Cached values are
+	// only read afterwards: System.Upsert stores a DeepCopy of the mutator,
+	// and "stored" objects are only marshalled.
+	mu       sync.Mutex
+	compiled map[string]*compiled
+}
+
+type compiled struct {
+	m      types.Mutator
+	stored *unstructured.Unstructured
+	pruned []string
+	err    *stepError
+}
+
+// maxCompiled bounds the cache; it is emptied when full.
+const maxCompiled = 20000
+
+func (o *Oracle) compileCached(raw json.RawMessage) *compiled {
+	key := string(raw)
+	o.mu.Lock()
+	c, ok := o.compiled[key]
+	o.mu.Unlock()
+	if ok {
+		return c
+	}
+	m, stored, pruned, serr := o.compile(raw)
+	c = &compiled{m: m, stored: stored, pruned: pruned, err: serr}
+	o.mu.Lock()
+	if len(o.compiled) >= maxCompiled {
+		o.compiled = map[string]*compiled{}
+	}
+	o.compiled[key] = c
+	o.mu.Unlock()
+	return c
 }
 
 func NewOracle(crdDir string) (*Oracle, error) {
@@ -139,7 +176,7 @@ func NewOracle(crdDir string) (*Oracle, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Oracle{crds: crds}, nil
+	return &Oracle{crds: crds, compiled: map[string]*compiled{}}, nil
 }
 
 // fixedUUID replaces uuid.New as the System's NewUUID so the mutation id that
@@ -173,7 +210,8 @@ func (o *Oracle) Answer(req *Request) *Answer {
 		}
 		_ = json.Unmarshal(raw, &head)
 		ma.Name, ma.Kind = head.Metadata.Name, head.Kind
-		m, stored, pruned, serr := o.compile(raw)
+		c := o.compileCached(raw)
+		m, stored, pruned, serr := c.m, c.stored, c.pruned, c.err
 		if stored != nil {
 			ma.Stored = stored.Object
 		}
