@@ -163,6 +163,9 @@ func (o *Oracle) AnswerLine(line []byte) []byte {
 	if ans == nil {
 		return fatal(line, panicMsg)
 	}
+	if ans.Fatal != "" {
+		return fatal(line, ans.Fatal)
+	}
 	b, err := json.Marshal(ans)
 	if err != nil {
 		return fatal(line, fmt.Sprintf("encoding answer: %v", err))

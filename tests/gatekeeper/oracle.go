@@ -316,9 +316,11 @@ func (o *Oracle) webhook(sys *mutation.System, req *Request, ans *Answer) {
 	reqNamespace := tm.Metadata.Namespace
 	var given *corev1.Namespace
 	if len(req.Namespace) > 0 && string(req.Namespace) != "null" {
+		// Stands for the cluster's Namespace (client.Get), so plain JSON
+		// decoding; apiVersion/kind are not required.
 		given = &corev1.Namespace{}
-		if _, _, err := deserializer.Decode(req.Namespace, nil, given); err != nil {
-			ans.Outcome, ans.Error = "error", err.Error()
+		if err := json.Unmarshal(req.Namespace, given); err != nil {
+			ans.Fatal = fmt.Sprintf("malformed request: namespace: %v", err)
 			return
 		}
 		if reqNamespace == "" {
