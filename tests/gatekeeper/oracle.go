@@ -194,6 +194,7 @@ func (o *Oracle) Answer(req *Request) *Answer {
 	// Mutation system as main.go builds it (mutation.SystemOpts{Reporter: mutation.NewStatsReporter()};
 	// external data disabled: no ProviderCache).
 	sys := mutation.NewSystem(mutation.SystemOpts{Reporter: mutation.NewStatsReporter(), NewUUID: fixedUUID})
+	skipped := mutationschema.New()
 
 	type accepted struct {
 		idx int
@@ -229,13 +230,19 @@ func (o *Oracle) Answer(req *Request) *Answer {
 			ans.Mutators = append(ans.Mutators, ma)
 			continue
 		}
+		// The same mutator in a schema DB of our own: System keeps its DB
+		// private and its GetConflicts names whoever conflicts along a
+		// mutator's path, not whether Mutate skips it (DB.HasConflicts).
+		if ws, ok := m.DeepCopy().(mutationschema.MutatorWithSchema); ok {
+			_ = skipped.Upsert(ws)
+		}
 		ma.Accepted = true
 		acc = append(acc, accepted{i, m.ID()})
 		ans.Mutators = append(ans.Mutators, ma)
 	}
 	seen := map[string]bool{}
 	for _, a := range acc {
-		if len(sys.GetConflicts(a.id)) > 0 && !seen[ans.Mutators[a.idx].Name+"\x00"+ans.Mutators[a.idx].Kind] {
+		if skipped.HasConflicts(a.id) && !seen[ans.Mutators[a.idx].Name+"\x00"+ans.Mutators[a.idx].Kind] {
 			seen[ans.Mutators[a.idx].Name+"\x00"+ans.Mutators[a.idx].Kind] = true
 			ans.Conflicts = append(ans.Conflicts, ans.Mutators[a.idx].Name)
 		}

@@ -9,6 +9,7 @@ use serde_json::Value;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Case {
     /// Names the case in reports: `seed/mode/index`.
+    #[serde(default)]
     pub id: String,
     /// Mutator objects as written in a file (apiVersion, kind, metadata, spec).
     pub mutators: Vec<Value>,

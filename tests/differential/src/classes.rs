@@ -30,14 +30,14 @@ pub const CLASSES: &[Class] = &[
         recognises: glob_aliasing,
     },
     Class {
+        id: "big-integers",
+        title: "Gatekeeper stores integers above 2^53 in Assign and ModifySet values as the nearest float64",
+        recognises: big_integers,
+    },
+    Class {
         id: "number-types",
         title: "Gatekeeper compares Assign's numbers (float64) with ModifySet's (int64) by type",
         recognises: number_types,
-    },
-    Class {
-        id: "big-integers",
-        title: "Gatekeeper stores Assign values above 2^53 as the nearest float64",
-        recognises: big_integers,
     },
     Class {
         id: "pathtests-child-first",
@@ -150,19 +150,26 @@ fn glob_aliasing(case: &Case, difference: &Difference, _: &Answer, gatekeeper: &
         })
 }
 
-/// A ModifySet with numbers among its values, beside an Assign writing
-/// numbers (or an object holding floats).
+/// A ModifySet with numbers among its values and an Assign writing numbers
+/// into the same list: at it, above it, or inside its elements.
 fn number_types(case: &Case, difference: &Difference, _: &Answer, gatekeeper: &Answer) -> bool {
     let any = |_: &serde_json::Number| true;
+    let sets = accepted(case, gatekeeper)
+        .filter(|m| kind(m) == "ModifySet" && set_values(m).is_some_and(|v| any_number(v, &any)));
     is_effect(difference)
-        && accepted(case, gatekeeper)
-            .any(|m| kind(m) == "ModifySet" && set_values(m).is_some_and(|v| any_number(v, &any)))
-        && (accepted(case, gatekeeper)
-            .any(|m| kind(m) == "Assign" && assigned(m).is_some_and(|v| any_number(v, &any)))
-            || any_number(&case.object, &|n| n.is_f64()))
+        && sets.into_iter().any(|set| {
+            let list = location(set);
+            accepted(case, gatekeeper).any(|m| {
+                let at = location(m);
+                kind(m) == "Assign"
+                    && (list.starts_with(at) || at.starts_with(list))
+                    && assigned(m).is_some_and(|v| any_number(v, &any))
+            })
+        })
 }
 
-/// An Assign value holding an integer a float64 cannot hold.
+/// An Assign value or ModifySet values holding an integer a float64
+/// cannot hold.
 fn big_integers(case: &Case, difference: &Difference, _: &Answer, gatekeeper: &Answer) -> bool {
     const EXACT: u64 = 1 << 53;
     let big = |n: &serde_json::Number| {
@@ -170,8 +177,11 @@ fn big_integers(case: &Case, difference: &Difference, _: &Answer, gatekeeper: &A
             || n.as_i64().is_some_and(|i| i.unsigned_abs() > EXACT)
     };
     is_effect(difference)
-        && accepted(case, gatekeeper)
-            .any(|m| kind(m) == "Assign" && assigned(m).is_some_and(|v| any_number(v, &big)))
+        && accepted(case, gatekeeper).any(|m| {
+            assigned(m)
+                .or_else(|| set_values(m))
+                .is_some_and(|v| any_number(v, &big))
+        })
 }
 
 fn refused_by_sartor(difference: &Difference) -> Option<(usize, &str)> {
@@ -228,4 +238,49 @@ fn unknown_fields(_: &Case, difference: &Difference, _: &Answer, gatekeeper: &An
 
 fn admission_configuration(case: &Case, difference: &Difference, _: &Answer, _: &Answer) -> bool {
     is_effect(difference) && group_of(&case.object) == "admissionregistration.k8s.io"
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::case::{Outcome, Verdict};
+
+    fn verdict(name: &str, kind: &str) -> Verdict {
+        Verdict {
+            name: name.into(),
+            kind: kind.into(),
+            accepted: true,
+            stage: None,
+            error: None,
+            pruned: Vec::new(),
+            stored: None,
+        }
+    }
+
+    #[test]
+    fn big_integers_in_modify_set_values() {
+        let case = Case {
+            id: "t".into(),
+            mutators: vec![json!({
+                "apiVersion": "mutations.gatekeeper.sh/v1", "kind": "ModifySet", "metadata": {"name": "m"},
+                "spec": {"location": "spec.tolerations", "parameters": {"values": {"fromList": [9_007_199_254_740_993_u64]}}},
+            })],
+            object: json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}}),
+            namespace: None,
+            operation: "CREATE".into(),
+            username: String::new(),
+        };
+        let answer = Answer {
+            mutators: vec![verdict("m", "ModifySet")],
+            conflicts: Vec::new(),
+            outcome: Outcome::Unchanged,
+        };
+        let difference = Difference::Object {
+            paths: vec!["/spec/tolerations/0".into()],
+        };
+        let class = classify(&case, &difference, &answer, &answer).map(|c| c.id);
+        assert_eq!(class, Some("big-integers"));
+    }
 }

@@ -7,9 +7,10 @@ use std::time::Instant;
 
 use anyhow::Context as _;
 use clap::Parser;
+use sartor_differential::case::Case;
 use sartor_differential::generate::Mode;
 use sartor_differential::oracle::Oracle;
-use sartor_differential::run::{Report, Reproducer, minimize, pass};
+use sartor_differential::run::{Report, Reproducer, check, minimize, pass};
 
 /// Run random cases through sartor and Gatekeeper v3.23.1's mutation
 /// library (the oracle in tests/gatekeeper) and report every difference no
@@ -34,6 +35,10 @@ struct Args {
     /// Print an example of every class met, as a reproducer, too.
     #[arg(long)]
     examples: bool,
+    /// Instead of random cases, put this case to both sides and print the
+    /// reproducer (a YAML file holding a case, or a reproducer's `case`).
+    #[arg(long, value_name = "FILE")]
+    case: Option<std::path::PathBuf>,
 }
 
 fn main() -> ExitCode {
@@ -53,6 +58,9 @@ fn run(args: &Args) -> anyhow::Result<bool> {
         .with_context(|| format!("reading {}", sartor_differential::DIFFERENCES))?;
     let path = Oracle::locate(&repository)?;
     let mut oracle = Oracle::start(&path)?;
+    if let Some(file) = &args.case {
+        return one_case(&mut oracle, file, &documented);
+    }
     let mut report = Report::default();
     let started = Instant::now();
     for seed in args.seed..args.seed + args.seeds {
@@ -98,6 +106,17 @@ fn run(args: &Args) -> anyhow::Result<bool> {
     for (class, count) in &report.per_class {
         writeln!(out, "| {class} | {count} |")?;
     }
+    if !report.undocumented_causes.is_empty() {
+        writeln!(
+            out,
+            "\n| undocumented, by cause | differences |\n|---|---:|"
+        )?;
+        let mut causes: Vec<(&String, &usize)> = report.undocumented_causes.iter().collect();
+        causes.sort_by(|a, b| b.1.cmp(a.1));
+        for (cause, count) in causes {
+            writeln!(out, "| {cause} | {count} |")?;
+        }
+    }
     if args.examples {
         for (class, finding) in &report.examples {
             let minimized = minimize(&mut oracle, finding)?;
@@ -109,7 +128,13 @@ fn run(args: &Args) -> anyhow::Result<bool> {
             )?;
         }
     }
-    for finding in report.undocumented.iter().take(args.reproducers) {
+    // One reproducer per rough cause, the causes in the order first met.
+    let mut causes = std::collections::BTreeSet::new();
+    let distinct = report
+        .undocumented
+        .iter()
+        .filter(|finding| causes.insert(finding.cause()));
+    for finding in distinct.take(args.reproducers) {
         let minimized = minimize(&mut oracle, finding)?;
         let reproducer = Reproducer::of(&mut oracle, &minimized)?;
         writeln!(
@@ -121,4 +146,59 @@ fn run(args: &Args) -> anyhow::Result<bool> {
         )?;
     }
     Ok(report.undocumented_count == 0)
+}
+
+/// `--case FILE`: both sides on one case, its findings and the reproducer.
+fn one_case(
+    oracle: &mut Oracle,
+    file: &std::path::Path,
+    documented: &std::collections::BTreeSet<String>,
+) -> anyhow::Result<bool> {
+    let text =
+        std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+    let value: serde_yaml::Value =
+        serde_yaml::from_str(&text).with_context(|| format!("parsing {}", file.display()))?;
+    let case_value = value.get("case").cloned().unwrap_or(value);
+    let mut case: Case = serde_yaml::from_value(case_value)
+        .with_context(|| format!("{}: not a case", file.display()))?;
+    if case.id.is_empty() {
+        case.id = "case".into();
+    }
+    let findings = check(oracle, std::slice::from_ref(&case))?
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>();
+    let mut out = std::io::stdout().lock();
+    let mut clean = true;
+    for finding in &findings {
+        let class = finding.class.filter(|id| documented.contains(*id));
+        clean &= class.is_some();
+        writeln!(
+            out,
+            "# {}: {}",
+            class.unwrap_or("UNDOCUMENTED"),
+            finding.difference
+        )?;
+    }
+    if findings.is_empty() {
+        writeln!(out, "# both sides agree")?;
+    }
+    let reproducer = match findings.first() {
+        Some(finding) => Reproducer::of(oracle, finding)?,
+        None => Reproducer::of(
+            oracle,
+            &sartor_differential::run::Finding {
+                case: case.clone(),
+                difference: sartor_differential::compare::Difference::Outcome {
+                    sartor: "-",
+                    gatekeeper: "-",
+                },
+                class: None,
+                sartor: sartor_differential::sartor::answer(&case),
+                gatekeeper: sartor_differential::sartor::answer(&case),
+            },
+        )?,
+    };
+    writeln!(out, "{}", serde_yaml::to_string(&reproducer)?)?;
+    Ok(clean)
 }

@@ -29,9 +29,68 @@ pub struct Finding {
 }
 
 impl Finding {
-    /// What a minimized case must keep: the kind of difference and its class.
-    fn signature(&self) -> (&'static str, Option<&'static str>) {
-        (self.difference.kind(), self.class)
+    /// A rough cause, for grouping: the kind of difference, the kinds
+    /// involved, and the first words of a refusal or the places that
+    /// differ with list positions left out.
+    pub fn cause(&self) -> String {
+        let object = format!(
+            "{} {}",
+            crate::case::group_of(&self.case.object),
+            self.case
+                .object
+                .get("kind")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+        );
+        match &self.difference {
+            Difference::Acceptance {
+                index,
+                sartor,
+                gatekeeper,
+                ..
+            } => {
+                let kind = self
+                    .case
+                    .mutators
+                    .get(*index)
+                    .and_then(|m| m.get("kind"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                let (side, why) = match (sartor, gatekeeper) {
+                    (Some(why), _) => ("sartor refuses", why),
+                    (_, Some(why)) => ("Gatekeeper refuses", why),
+                    _ => ("", &String::new()),
+                };
+                let why: String = why
+                    .split_once(": ")
+                    .map_or(why.as_str(), |(_, rest)| rest)
+                    .chars()
+                    .take(70)
+                    .collect();
+                format!("{side} {kind}: {why}")
+            }
+            Difference::Outcome { sartor, gatekeeper } => {
+                format!("outcome on {object}: sartor {sartor}, Gatekeeper {gatekeeper}")
+            }
+            Difference::Object { paths } => {
+                let places: Vec<String> = paths
+                    .iter()
+                    .map(|p| {
+                        p.split('/')
+                            .map(|s| if s.parse::<usize>().is_ok() { "*" } else { s })
+                            .collect::<Vec<_>>()
+                            .join("/")
+                    })
+                    .collect();
+                format!("object {object} at {}", places.join(" "))
+            }
+            Difference::Conflicts { .. } => "schema conflicts".to_string(),
+        }
+    }
+
+    /// What a minimized case must keep: its class and rough cause.
+    fn signature(&self) -> (Option<&'static str>, String) {
+        (self.class, self.cause())
     }
 }
 
@@ -50,10 +109,13 @@ pub struct Report {
     pub undocumented: Vec<Finding>,
     /// Undocumented findings in all.
     pub undocumented_count: usize,
+    /// Undocumented findings by a rough cause ([`Finding::cause`]), to
+    /// group what no class explains yet.
+    pub undocumented_causes: BTreeMap<String, usize>,
 }
 
 /// Undocumented findings kept in full (the rest are counted).
-const KEPT: usize = 20;
+const KEPT: usize = 200;
 
 impl Report {
     /// Adds the findings of one case.
@@ -68,6 +130,7 @@ impl Report {
             *self.per_class.entry(key.clone()).or_default() += 1;
             if known.is_none() {
                 self.undocumented_count += 1;
+                *self.undocumented_causes.entry(finding.cause()).or_default() += 1;
                 if self.undocumented.len() < KEPT {
                     self.undocumented.push(finding.clone());
                 }
@@ -152,8 +215,7 @@ fn finding_on(
     }
 }
 
-/// The smallest case found, by removing mutators, the Namespace, parts of
-/// the object and parts of the mutators one at a time, that still shows a
+/// The smallest case found, by removing mutators, parts of the object and parts of the mutators one at a time, that still shows a
 /// difference of the same kind and class as `finding`.
 ///
 /// # Errors
@@ -166,7 +228,7 @@ pub fn minimize(oracle: &mut Oracle, finding: &Finding) -> Result<Finding, Oracl
         let mut progressed = false;
         for candidate in smaller(&best.case) {
             attempts += 1;
-            if attempts > 2_000 {
+            if attempts > 600 {
                 return Ok(best);
             }
             let found = check(oracle, std::slice::from_ref(&candidate))?;
@@ -194,13 +256,11 @@ fn smaller(case: &Case) -> Vec<Case> {
             out.push(case.retain_mutators(|j, _| j != i));
         }
     }
-    if case.namespace.is_some() {
-        out.push(Case {
-            namespace: None,
-            ..case.clone()
-        });
-    }
-    for smaller_object in without_each(&case.object, &["apiVersion", "kind", "name"]) {
+    // The Namespace stays: both sides need it for a namespaced object.
+    for smaller_object in without_each(
+        &case.object,
+        &["apiVersion", "kind", "metadata", "name", "namespace"],
+    ) {
         out.push(Case {
             object: smaller_object,
             ..case.clone()

@@ -6,6 +6,7 @@ use serde_json::{Map, Value};
 use super::{
     Action, Parts, Problem, finish, parse_location, reject_list_end, reject_metadata_root,
 };
+use crate::condition::json_equal;
 use crate::walk::{SetError, Setter};
 
 /// Merges values into, or prunes them from, the list at the location.
@@ -33,7 +34,8 @@ pub(super) fn compile(spec: &ModifySetSpec) -> Result<Parts, Problem> {
 }
 
 impl Setter for SetSetter {
-    /// Merge appends each value the list lacks (whole-value equality) and
+    /// Merge appends each value the list lacks (whole-value equality, numbers
+    /// by value: `1` is `1.0`, as Gatekeeper's float64 values make them) and
     /// creates a missing list from `fromList` as it is; prune removes every
     /// element equal to a value and leaves a missing list missing. Existing
     /// duplicates are left alone by merge.
@@ -58,12 +60,14 @@ impl Setter for SetSetter {
         match self.operation {
             SetOperation::Merge => {
                 for value in &self.values {
-                    if !list.contains(value) {
+                    if !list.iter().any(|element| json_equal(element, value)) {
                         list.push(value.clone());
                     }
                 }
             }
-            SetOperation::Prune => list.retain(|element| !self.values.contains(element)),
+            SetOperation::Prune => {
+                list.retain(|element| !self.values.iter().any(|value| json_equal(element, value)))
+            }
         }
         Ok(list.len() != before)
     }

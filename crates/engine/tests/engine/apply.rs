@@ -219,6 +219,42 @@ fn modify_set_prunes_every_equal_element() {
     );
 }
 
+/// Gatekeeper reads ModifySet values as float64, so `1` and `1.0` are one
+/// value to it (found by tests/differential); sartor compares numbers by
+/// value, for merge and prune alike.
+#[test]
+fn modify_set_compares_numbers_by_value() {
+    let object = json!({"apiVersion": "v1", "kind": "Pod", "spec": {"containers": [
+        {"name": "a", "args": [1, {"port": 80}]},
+    ]}});
+    assert_eq!(
+        run(
+            &modify_set(
+                "merge",
+                "spec.containers[name: a].args",
+                "[1.0, {port: 80.0}, 2]"
+            ),
+            object.clone()
+        ),
+        json!({"apiVersion": "v1", "kind": "Pod", "spec": {"containers": [
+            {"name": "a", "args": [1, {"port": 80}, 2]},
+        ]}})
+    );
+    assert_eq!(
+        run(
+            &modify_set(
+                "prune",
+                "spec.containers[name: a].args",
+                "[1.0, {port: 80.0}]"
+            ),
+            object
+        ),
+        json!({"apiVersion": "v1", "kind": "Pod", "spec": {"containers": [
+            {"name": "a", "args": []},
+        ]}})
+    );
+}
+
 #[test]
 fn modify_set_prune_still_creates_parents_like_gatekeeper() {
     let object = json!({"apiVersion": "v1", "kind": "Pod", "spec": {"containers": []}});
