@@ -185,19 +185,7 @@ fn one_case(
     }
     let reproducer = match findings.first() {
         Some(finding) => Reproducer::of(oracle, finding)?,
-        None => Reproducer::of(
-            oracle,
-            &sartor_differential::run::Finding {
-                case: case.clone(),
-                difference: sartor_differential::compare::Difference::Outcome {
-                    sartor: "-",
-                    gatekeeper: "-",
-                },
-                class: None,
-                sartor: sartor_differential::sartor::answer(&case),
-                gatekeeper: sartor_differential::sartor::answer(&case),
-            },
-        )?,
+        None => Reproducer::agreed(oracle, &case)?,
     };
     writeln!(out, "{}", serde_yaml::to_string(&reproducer)?)?;
     Ok(clean)

@@ -365,6 +365,30 @@ impl Reproducer {
     }
 }
 
+impl Reproducer {
+    /// The class of a case both sides agree on: a difference decided in
+    /// Gatekeeper's favour and fixed, pinned so that it stays fixed.
+    pub const AGREED: &'static str = "none";
+
+    /// The reproducer of a case both sides agree on.
+    ///
+    /// # Errors
+    /// When the oracle fails.
+    pub fn agreed(oracle: &mut Oracle, case: &Case) -> Result<Reproducer, OracleError> {
+        let mut case = case.clone();
+        case.id = "reproducer".into();
+        let gatekeeper = oracle.answer(&case)?;
+        let sartor = sartor::answer(&case);
+        Ok(Reproducer {
+            class: Reproducer::AGREED.to_string(),
+            difference: "both sides agree".to_string(),
+            case,
+            gatekeeper: without_stored(gatekeeper),
+            sartor,
+        })
+    }
+}
+
 /// An answer without the stored mutators (long, and pinned by the CRD
 /// cross-check instead).
 pub fn without_stored(mut answer: Answer) -> Answer {
