@@ -5,6 +5,7 @@ use serde_json::json;
 
 use sartor_api::Input;
 
+use sartor_engine::analysis::gatekeeper::Class;
 use sartor_engine::analysis::{Rule, Severity};
 
 use crate::load::Category;
@@ -23,6 +24,13 @@ use crate::{Exit, load};
 /// from converging (warnings); and pairs writing one place with different
 /// values (info). Exits 0 when there is no error (no warning either, with
 /// --strict), 2 otherwise.
+///
+/// Mutators with a Gatekeeper apiVersion are also compared with Gatekeeper
+/// v3.23.1 (category `gatekeeper`): a warning where it would behave
+/// differently at admission or refuse what sartor accepts (glob-aliasing,
+/// number-types, big-integers, pathtests-parent-first), a note beside the
+/// error where it would accept what sartor refuses (pathtests-child-first,
+/// pathtest-without-condition, malformed-selector, unknown-fields).
 ///
 /// PATHs are repositories: the documents whose apiVersion is in a mutation
 /// group (`mutations.sartor.dev`, `mutations.gatekeeper.sh`) are checked, and
@@ -48,19 +56,55 @@ pub struct LintArgs {
     #[arg(long)]
     strict: bool,
     /// Leave out findings of these analysis rules (repeat, or separate with
-    /// commas), e.g. `--allow overlap,breaks-update`.
-    #[arg(long, value_name = "RULE", value_delimiter = ',', value_parser = parse_rule)]
-    allow: Vec<Rule>,
+    /// commas), e.g. `--allow overlap,breaks-update`; `gatekeeper` leaves
+    /// out every Gatekeeper difference, a class name (`glob-aliasing`, ...)
+    /// those of one class. Errors are never left out.
+    #[arg(long, value_name = "RULE", value_delimiter = ',', value_parser = parse_allow)]
+    allow: Vec<Allow>,
 }
 
-fn parse_rule(name: &str) -> Result<Rule, String> {
-    Rule::ALL
+/// What `--allow` leaves out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Allow {
+    /// The findings of one analysis rule.
+    Rule(Rule),
+    /// Every Gatekeeper difference.
+    Gatekeeper,
+    /// The Gatekeeper differences of one class.
+    Class(Class),
+}
+
+impl Allow {
+    fn covers(self, category: Category) -> bool {
+        match (self, category) {
+            (Allow::Rule(allowed), Category::Analysis(rule)) => allowed == rule,
+            (Allow::Gatekeeper, Category::Gatekeeper(_)) => true,
+            (Allow::Class(allowed), Category::Gatekeeper(class)) => allowed == class,
+            _ => false,
+        }
+    }
+}
+
+fn parse_allow(name: &str) -> Result<Allow, String> {
+    let rule = Rule::ALL
         .into_iter()
         .find(|rule| rule.as_str() == name)
-        .ok_or_else(|| {
-            let names: Vec<&str> = Rule::ALL.iter().map(|r| r.as_str()).collect();
-            format!("unknown rule {name:?}; the rules are {}", names.join(", "))
-        })
+        .map(Allow::Rule);
+    let class = Class::ALL
+        .into_iter()
+        .find(|class| class.as_str() == name)
+        .map(Allow::Class);
+    let gatekeeper = (name == load::GATEKEEPER).then_some(Allow::Gatekeeper);
+    rule.or(gatekeeper).or(class).ok_or_else(|| {
+        let rules: Vec<&str> = Rule::ALL.iter().map(|r| r.as_str()).collect();
+        let classes: Vec<&str> = Class::ALL.iter().map(|c| c.as_str()).collect();
+        format!(
+            "unknown rule {name:?}; the rules are {}, and {} (every Gatekeeper difference) or one of its classes: {}",
+            rules.join(", "),
+            load::GATEKEEPER,
+            classes.join(", ")
+        )
+    })
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -77,14 +121,25 @@ pub fn run(args: &LintArgs) -> anyhow::Result<Exit> {
     let inputs: Vec<Input> = args.paths.iter().map(|p| Input::from_arg(p)).collect();
     let repository = load::repository(&args.mutators, &inputs);
     let system = &repository.system;
+    let allowed = |f: &load::Finding| !args.allow.iter().any(|a| a.covers(f.category));
     let mut findings = repository.findings.clone();
     findings.extend(load::provider_findings(&repository));
+    // Each beside the other findings about its document: a note after the
+    // error it explains.
+    for finding in load::gatekeeper_findings(&repository)
+        .into_iter()
+        .filter(allowed)
+    {
+        let at = findings
+            .iter()
+            .rposition(|f| f.origin == finding.origin)
+            .map_or(findings.len(), |i| i + 1);
+        findings.insert(at, finding);
+    }
     findings.extend(
         load::analysis_findings(system, &repository.origins)
             .into_iter()
-            .filter(
-                |f| !matches!(f.category, Category::Analysis(rule) if args.allow.contains(&rule)),
-            ),
+            .filter(allowed),
     );
     let skipped = repository.others.len() + repository.skipped;
     let count = |severity: Severity| findings.iter().filter(|f| f.severity() == severity).count();

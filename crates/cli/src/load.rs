@@ -6,10 +6,11 @@ use std::fmt;
 use sartor_api::{
     Document, Input, LoadError, Loaded, LoadedProvider, LoadedTemplate, Origin, Problem, api_group,
     is_expansion_template_document, is_mutator_document, is_provider_document,
-    mutators_from_documents, read_documents, read_documents_with_stdin, template_from_document,
-    visit_documents,
+    mutators_from_documents, parse_mutator, read_documents, read_documents_with_stdin,
+    template_from_document, visit_documents,
 };
 use sartor_controller::files::{self, FileError};
+use sartor_engine::analysis::gatekeeper::{self, Class};
 use sartor_engine::analysis::{self, Rule, Severity};
 use sartor_engine::{Expander, Gvk, MutatorId, System, Template, TemplatesError};
 use serde_json::{Value, json};
@@ -30,6 +31,9 @@ pub struct Finding {
     pub analysis: Option<Box<analysis::Finding>>,
 }
 
+/// The name of [`Category::Gatekeeper`], whatever its class.
+pub const GATEKEEPER: &str = "gatekeeper";
+
 /// What kind of problem a [`Finding`] is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Category {
@@ -42,29 +46,36 @@ pub enum Category {
     /// An externalData mutator asking a Provider the repository does not
     /// define, while it defines others.
     Provider,
+    /// Where Gatekeeper v3.23.1 would treat a mutator of its apiVersion
+    /// otherwise (see [`gatekeeper`]), by class.
+    Gatekeeper(Class),
     /// A finding of the static analysis of the set.
     Analysis(Rule),
 }
 
 impl Category {
-    /// `load`, `compile`, `conflict`, or the analysis rule (`shadowed`, ...).
+    /// `load`, `compile`, `conflict`, `provider`, `gatekeeper`, or the
+    /// analysis rule (`shadowed`, ...).
     pub fn as_str(self) -> &'static str {
         match self {
             Category::Load => "load",
             Category::Compile => "compile",
             Category::Conflict => "conflict",
             Category::Provider => "provider",
+            Category::Gatekeeper(_) => GATEKEEPER,
             Category::Analysis(rule) => rule.as_str(),
         }
     }
 
     /// Load, compile and conflict problems are errors; a provider not
     /// among those read is a warning (it may exist in the cluster); analysis
-    /// findings have their rule's severity.
+    /// findings have their rule's severity, Gatekeeper differences their
+    /// class's (a warning, or a note beside the error sartor reports).
     pub fn severity(self) -> Severity {
         match self {
             Category::Load | Category::Compile | Category::Conflict => Severity::Error,
             Category::Provider => Severity::Warning,
+            Category::Gatekeeper(class) => class.severity(),
             Category::Analysis(rule) => rule.severity(),
         }
     }
@@ -77,8 +88,10 @@ impl fmt::Display for Finding {
         if let Some(subject) = &self.subject {
             write!(f, ": {subject}")?;
         }
-        if let Category::Analysis(rule) = self.category {
-            write!(f, ": {rule}")?;
+        match self.category {
+            Category::Analysis(rule) => write!(f, ": {rule}")?,
+            Category::Gatekeeper(class) => write!(f, ": {class}")?,
+            _ => {}
         }
         write!(f, ": {}", self.message)
     }
@@ -91,8 +104,8 @@ impl Finding {
     }
 
     /// The machine-readable form: `{category, severity, file, document,
-    /// item, subject, message}`, and for analysis findings `mutators`,
-    /// `path` and `example`.
+    /// item, subject, message}`, for analysis findings `mutators`, `path`
+    /// and `example`, and for Gatekeeper differences `class`.
     pub fn to_json(&self) -> Value {
         let mut value = json!({
             "category": self.category.as_str(),
@@ -103,6 +116,9 @@ impl Finding {
             "subject": self.subject,
             "message": self.message,
         });
+        if let (Category::Gatekeeper(class), Value::Object(fields)) = (self.category, &mut value) {
+            fields.insert("class".to_string(), json!(class.as_str()));
+        }
         if let (Some(found), Value::Object(fields)) = (&self.analysis, &mut value) {
             let mutators: Vec<String> = found.mutators.iter().map(ToString::to_string).collect();
             fields.insert("mutators".to_string(), json!(mutators));
@@ -170,6 +186,50 @@ pub fn provider_findings(repository: &Repository) -> Vec<Finding> {
         .collect()
 }
 
+/// Where Gatekeeper v3.23.1 would treat the repository's
+/// Gatekeeper-apiVersion mutators otherwise: for those that compiled, what it
+/// would do differently (placed at the first mutator involved); for those
+/// sartor refuses, what Gatekeeper would have done instead (placed at the
+/// refused document, whose error stays).
+pub fn gatekeeper_findings(repository: &Repository) -> Vec<Finding> {
+    let mut compiled = Vec::new();
+    let mut findings = Vec::new();
+    let finding = |difference: gatekeeper::Difference, origin: &Origin| Finding {
+        category: Category::Gatekeeper(difference.class),
+        origin: origin.clone(),
+        subject: difference.mutators.first().map(ToString::to_string),
+        message: difference.message,
+        analysis: None,
+    };
+    for document in &repository.gatekeeper {
+        match parse_mutator(&document.value) {
+            Ok(object)
+                if repository
+                    .origins
+                    .get(&MutatorId::new(object.kind(), object.name()))
+                    == Some(&document.origin) =>
+            {
+                compiled.push(object);
+            }
+            _ => findings.extend(
+                gatekeeper::refusal_notes(&document.value)
+                    .into_iter()
+                    .map(|difference| finding(difference, &document.origin)),
+            ),
+        }
+    }
+    let objects: Vec<_> = compiled.iter().collect();
+    findings.extend(
+        gatekeeper::differences(&repository.system, &objects)
+            .into_iter()
+            .filter_map(|difference| {
+                let origin = repository.origins.get(difference.mutators.first()?)?;
+                Some(finding(difference, origin))
+            }),
+    );
+    findings
+}
+
 /// A repository read whole: the mutators found among its documents (and
 /// those of `--mutators`) compiled, and every other document.
 #[derive(Debug)]
@@ -187,6 +247,9 @@ pub struct Repository {
     pub templates: Vec<LoadedTemplate>,
     /// The external data providers found (in `--mutators` or the inputs).
     pub providers: Vec<LoadedProvider>,
+    /// The mutator documents with a Gatekeeper apiVersion, valid or not, in
+    /// input order: what [`gatekeeper_findings`] compares with Gatekeeper.
+    pub gatekeeper: Vec<Document>,
     /// Whether `others` holds every object (else only the Namespaces: see
     /// [`repository_with`]).
     pub objects_kept: bool,
@@ -295,6 +358,11 @@ pub fn repository_with(
         .filter(|d| is_mutator_document(&d.value))
         .count();
     documents.extend(mutators);
+    let gatekeeper = documents
+        .iter()
+        .filter(|d| is_mutator_document(&d.value) && gatekeeper::is_gatekeeper(&d.value))
+        .cloned()
+        .collect();
     let mut templates = Vec::new();
     let mut names: HashMap<String, Origin> = HashMap::new();
     for document in &template_documents {
@@ -320,6 +388,7 @@ pub fn repository_with(
     let mut repository = Repository {
         system,
         providers,
+        gatekeeper,
         findings: Vec::new(),
         origins,
         found,

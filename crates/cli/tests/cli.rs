@@ -1211,3 +1211,93 @@ fn call_providers_asks_the_provider_over_https() {
     assert_eq!(provider.seen().len(), 1);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Mutators with a Gatekeeper apiVersion are compared with Gatekeeper
+/// v3.23.1: a warning where it would act otherwise at admission or refuse
+/// what sartor accepts, a note after the error where it would accept what
+/// sartor refuses. With sartor's apiVersion, the same mutators get none.
+#[test]
+fn lint_says_where_gatekeeper_would_differ() {
+    const FIXTURE: &str = "crates/cli/tests/fixtures/gatekeeper-differences/mutators.yaml";
+    let errors = [
+        "error: F: document 8: Assign low-priority: spec.parameters.pathTests[0]: missing field `condition`",
+        "error: F: document 10: Assign dns-policy: spec.parameters.assignIf: unknown field `assignIf`, expected one of `pathTests`, `assign`, `conditions`",
+        "error: F: document 7: Assign run-as-user: spec.parameters.pathTests: pathTest subPath \"spec.securityContext.runAsUser\" is marked MustExist but its parent \"spec.securityContext\" is marked MustNotExist",
+        "error: F: document 9: Assign team-scheduler: spec.match.labelSelector: invalid label selector requirement on key \"team\" (In): for 'in', 'notin' operators, values set can't be empty",
+    ];
+    let notes = [
+        "info: F: document 8: Assign low-priority: pathtest-without-condition: Gatekeeper v3.23.1 would accept spec.parameters.pathTests[0] without a condition, and the mutator would never apply; sartor refuses it",
+        "info: F: document 10: Assign dns-policy: unknown-fields: with Gatekeeper v3.23.1, the API server would prune spec.parameters.assignIf (not in the CRD) unless the object is applied with strict field validation, and the mutator would work without it; sartor refuses it, as kubectl apply's default (strict) field validation does",
+        "info: F: document 7: Assign run-as-user: pathtests-child-first: Gatekeeper v3.23.1 would accept these pathTests, since MustExist on spec.securityContext.runAsUser is listed before MustNotExist on its parent spec.securityContext (it compares positions in the list), and the mutator would never apply; sartor refuses it",
+        "info: F: document 9: Assign team-scheduler: malformed-selector: Gatekeeper v3.23.1 would accept this match.labelSelector (In on key \"team\" without values) and then fail every admission of an object it is asked to match with a match error; sartor refuses it",
+    ];
+    let warnings = [
+        "warning: F: document 1: Assign context-for-all: glob-aliasing: Gatekeeper v3.23.1 would store one shared copy of its value at spec.containers[name: *].securityContext in every element spec.containers[name: *] matches, so what Assign no-privilege-for-app writes at spec.containers[name: app].securityContext.privileged would show in all of them; sartor gives each element its own copy",
+        "warning: F: document 4: ModifySet tolerate-maintenance: number-types: Gatekeeper v3.23.1 would merge {\"effect\":\"NoExecute\",\"key\":\"maintenance\",\"operator\":\"Exists\",\"tolerationSeconds\":300} into spec.tolerations a second time where Assign tolerate-maintenance has put it: it reads Assign values' numbers as float64 and ModifySet values' as int64 and compares them type-strictly; sartor adds it once",
+        "warning: F: document 5: Assign long-deadline: big-integers: Gatekeeper v3.23.1 would store the integer 9007199254740993 of its value at spec.activeDeadlineSeconds as 9007199254740992: it decodes Assign values as float64, exact only up to 2^53; sartor stores it exactly",
+        "warning: F: document 6: Assign init-non-root: pathtests-parent-first: Gatekeeper v3.23.1 would refuse this mutator (\"conflicting path test conditions: path <nil> is marked MustExist but parent <nil> MustNotExist\"): it compares pathTests by their positions in the list, and MustNotExist on spec.initContainers[name: setup].securityContext.runAsNonRoot comes before MustExist on its ancestor spec.initContainers[name: setup]; sartor accepts it and enforces both",
+    ];
+    let lines = |file: &str, lines: &[&str]| -> String {
+        lines
+            .iter()
+            .map(|line| format!("{}\n", line.replacen(": F: ", &format!(": {file}: "), 1)))
+            .collect()
+    };
+    // Each note right after the error it explains, then the warnings.
+    let mut expected: Vec<&str> = Vec::new();
+    for (error, note) in errors.iter().zip(&notes) {
+        expected.extend([*error, *note]);
+    }
+    expected.extend(warnings);
+    let (code, stdout, stderr) = sartor(&repo_root(), &["lint", "-m", FIXTURE], "");
+    assert_eq!((code, stdout.as_str()), (2, ""));
+    assert_eq!(stderr, lines(FIXTURE, &expected));
+
+    // --allow leaves the category (or one class) out; errors stay.
+    let (code, _, stderr) = sartor(
+        &repo_root(),
+        &["lint", "-m", FIXTURE, "--allow", "gatekeeper"],
+        "",
+    );
+    assert_eq!((code, stderr), (2, lines(FIXTURE, &errors)));
+    let (_, _, stderr) = sartor(
+        &repo_root(),
+        &[
+            "lint",
+            "-m",
+            FIXTURE,
+            "--allow",
+            "big-integers,unknown-fields",
+        ],
+        "",
+    );
+    assert!(!stderr.contains("big-integers") && !stderr.contains("unknown-fields"));
+    assert_eq!(stderr.lines().count(), expected.len() - 2);
+
+    // JSON names the category and the class.
+    let (_, stdout, _) = sartor(&repo_root(), &["lint", "-m", FIXTURE, "-o", "json"], "");
+    let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let glob = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["class"] == "glob-aliasing")
+        .unwrap();
+    assert_eq!(
+        (&glob["category"], &glob["severity"], &glob["subject"]),
+        (
+            &serde_json::json!("gatekeeper"),
+            &serde_json::json!("warning"),
+            &serde_json::json!("Assign context-for-all")
+        )
+    );
+
+    // The same mutators with sartor's apiVersion: the errors alone.
+    let text = std::fs::read_to_string(repo_root().join(FIXTURE))
+        .unwrap()
+        .replace("mutations.gatekeeper.sh/v1", "mutations.sartor.dev/v1");
+    let dir = scratch("lint-gatekeeper", &[("sartor.yaml", &text)]);
+    let (code, _, stderr) = sartor(&dir, &["lint", "-m", "sartor.yaml"], "");
+    assert_eq!((code, stderr), (2, lines("sartor.yaml", &errors)));
+    let _ = std::fs::remove_dir_all(&dir);
+}

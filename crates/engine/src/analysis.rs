@@ -20,6 +20,7 @@
 //! Mutators in schema conflict are left out: they are not enforced, and the
 //! conflict is reported on its own.
 
+pub mod gatekeeper;
 pub mod immutable;
 
 use std::collections::HashMap;
