@@ -299,14 +299,24 @@ fn has_number(value: &Value) -> bool {
     }
 }
 
-/// An Assign value holding integers beyond 2^53: Gatekeeper decodes it as
-/// float64, which rounds them.
+/// An Assign value or ModifySet values holding integers beyond 2^53:
+/// Gatekeeper decodes the first as float64 and the second through float64
+/// (then keeps whole numbers as int64), which rounds them.
 fn big_integers(object: &MutatorObject, fact: &Facts<'_>) -> Option<Difference> {
-    let (MutatorObject::Assign(_), Effect::Replace(Some(value))) = (object, fact.effect) else {
-        return None;
-    };
     let mut big = Vec::new();
-    beyond_float(value, &mut big);
+    let (what, decoding) = match (object, fact.effect) {
+        (MutatorObject::Assign(_), Effect::Replace(Some(value))) => {
+            beyond_float(value, &mut big);
+            ("its value", "it decodes Assign values as float64")
+        }
+        (MutatorObject::ModifySet(set), _) => {
+            for value in &set.spec.parameters.values.from_list {
+                beyond_float(value, &mut big);
+            }
+            ("its values", "it decodes ModifySet values through float64")
+        }
+        _ => return None,
+    };
     let (exact, rounded) = big.first()?;
     let more = match big.len() {
         1 => String::new(),
@@ -317,7 +327,7 @@ fn big_integers(object: &MutatorObject, fact: &Facts<'_>) -> Option<Difference> 
         class: Class::BigIntegers,
         mutators: vec![fact.id().clone()],
         message: format!(
-            "Gatekeeper {GATEKEEPER_VERSION} would store the integer {exact} of its value at {} as {rounded}{more}: it decodes Assign values as float64, exact only up to 2^53; sartor stores it exactly",
+            "Gatekeeper {GATEKEEPER_VERSION} would store the integer {exact} of {what} at {} as {rounded}{more}: {decoding}, exact only up to 2^53; sartor stores it exactly",
             fact.location()
         ),
     })
@@ -861,6 +871,16 @@ mod tests {
             differ(&[big]),
             [
                 "big-integers: Gatekeeper v3.23.1 would store the integer 9007199254740993 of its value at spec.x as 9007199254740992: it decodes Assign values as float64, exact only up to 2^53; sartor stores it exactly"
+            ]
+        );
+        assert_eq!(
+            differ(&[modify_set(
+                "bigger",
+                "spec.tags",
+                json!([1, 9_007_199_254_740_995_u64])
+            )]),
+            [
+                "big-integers: Gatekeeper v3.23.1 would store the integer 9007199254740995 of its values at spec.tags as 9007199254740996: it decodes ModifySet values through float64, exact only up to 2^53; sartor stores it exactly"
             ]
         );
         assert!(differ(&[assign("exact", "spec.x", json!(9_007_199_254_740_992_u64))]).is_empty());
