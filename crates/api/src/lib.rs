@@ -29,6 +29,7 @@ mod loader;
 mod matching;
 mod modify_set;
 mod parse;
+mod protection;
 mod provider;
 mod schema;
 mod status;
@@ -61,6 +62,10 @@ pub use modify_set::{ModifySet, ModifySetParameters, ModifySetSpec, SetOperation
 pub use parse::{
     Invalid, ParseError, api_group, is_expansion_template_document, is_mutator_document, json_type,
     parse_expansion_template, parse_mutator,
+};
+pub use protection::{
+    ADMISSION_CONFIGURATION_KINDS, ADMISSION_REGISTRATION_GROUP, GATEKEEPER_PROTECTED_GROUPS,
+    Protection, SARTOR_DOMAIN, protected,
 };
 pub use provider::{
     EXTERNAL_DATA_GROUP, PROVIDER_REQUEST_API_VERSION, PROVIDER_VERSIONS, Provider, ProviderItem,

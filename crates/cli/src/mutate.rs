@@ -31,6 +31,9 @@ use crate::load::{self, namespace_name};
 /// by --expand and not printed; kustomize's files and documents that are not
 /// Kubernetes objects are skipped; every other document is an object.
 /// Namespaces among the inputs serve namespaceSelectors and are objects too.
+/// Objects sartor never mutates (any `*.sartor.dev` group, Gatekeeper's
+/// policy groups, webhook and admission policy configurations) are printed
+/// unchanged, as the webhook leaves them.
 #[derive(Debug, Args)]
 pub struct MutateArgs {
     /// A mutator file or directory (sartor's or Gatekeeper's apiVersions),
@@ -493,7 +496,8 @@ fn describe(object: &Value) -> String {
 }
 
 /// Appends what happened to one object: a header naming it, then one line
-/// per change (`pass 1  Assign pull  spec.containers[name: app].imagePullPolicy`).
+/// per change (`pass 1  Assign pull  spec.containers[name: app].imagePullPolicy`),
+/// or the one line saying why an object sartor never mutates was left.
 fn explain(out: &mut String, document: &Document, object: &Value, mutation: &Mutation) {
     let label = format!("{} ({})", document.origin, describe(object));
     explain_as(out, &label, mutation);
@@ -503,7 +507,9 @@ fn explain(out: &mut String, document: &Document, object: &Value, mutation: &Mut
 fn explain_as(out: &mut String, label: &str, mutation: &Mutation) {
     use std::fmt::Write as _;
     let _ = writeln!(out, "{label}:");
-    if mutation.changes.is_empty() {
+    if let Some(protection) = mutation.protected {
+        let _ = writeln!(out, "  not mutated: {protection}");
+    } else if mutation.changes.is_empty() {
         out.push_str("  no changes\n");
     }
     for change in &mutation.changes {

@@ -46,6 +46,12 @@ fn sartor(dir: &PathBuf, args: &[&str], stdin: &str) -> (i32, String, String) {
     )
 }
 
+/// A file of `tests/fixtures`, as an absolute path.
+fn fixture(name: &str) -> String {
+    let dir = sartor_tests::manifest_dir(env!("CARGO_MANIFEST_DIR"));
+    dir.join("tests/fixtures").join(name).display().to_string()
+}
+
 /// On CREATE only: on UPDATE too, lint would warn (breaks-update).
 const PULL: &str = "apiVersion: mutations.gatekeeper.sh/v1
 kind: Assign
@@ -387,6 +393,99 @@ spec:
   pass 2  Assign pull  spec.containers[name: proxy].imagePullPolicy
 o.yaml: document 2 (v1 ConfigMap shop/c):
   no changes
+"
+    );
+}
+
+#[test]
+fn objects_sartor_never_mutates_are_printed_unchanged_and_explained() {
+    // A Gatekeeper constraint, a webhook configuration and a future group of
+    // sartor's are left as they are; Gatekeeper's SyncSet is not on its
+    // webhook's list and, like the ConfigMap, is labelled.
+    let objects = "apiVersion: constraints.gatekeeper.sh/v1beta1
+kind: K8sRequiredLabels
+metadata: {name: must-have-owner}
+spec:
+  parameters:
+    labels: [{key: owner}]
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata: {name: policy}
+webhooks: []
+---
+apiVersion: reports.sartor.dev/v1alpha1
+kind: Report
+metadata: {name: weekly}
+---
+apiVersion: syncset.gatekeeper.sh/v1alpha1
+kind: SyncSet
+metadata: {name: pods}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings, namespace: shop}
+data: {mode: fast}
+";
+    let dir = scratch("protected", &[("o.yaml", objects)]);
+    let mutator = fixture("label-everything.yaml");
+    let (code, stdout, stderr) = sartor(&dir, &["mutate", "-m", &mutator, "o.yaml"], "");
+    assert_eq!((code, stderr.as_str()), (0, ""));
+    assert_eq!(
+        stdout,
+        r#"apiVersion: constraints.gatekeeper.sh/v1beta1
+kind: K8sRequiredLabels
+metadata:
+  name: must-have-owner
+spec:
+  parameters:
+    labels:
+    - key: owner
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata:
+  name: policy
+webhooks: []
+---
+apiVersion: reports.sartor.dev/v1alpha1
+kind: Report
+metadata:
+  name: weekly
+---
+apiVersion: syncset.gatekeeper.sh/v1alpha1
+kind: SyncSet
+metadata:
+  labels:
+    mutated: "yes"
+  name: pods
+---
+apiVersion: v1
+data:
+  mode: fast
+kind: ConfigMap
+metadata:
+  labels:
+    mutated: "yes"
+  name: settings
+  namespace: shop
+"#
+    );
+    let (code, stdout, stderr) =
+        sartor(&dir, &["mutate", "-m", &mutator, "--explain", "o.yaml"], "");
+    assert_eq!((code, stderr.as_str()), (0, ""));
+    assert_eq!(
+        stdout,
+        "o.yaml: document 1 (constraints.gatekeeper.sh/v1beta1 K8sRequiredLabels must-have-owner):
+  not mutated: sartor never mutates Gatekeeper's policy objects, as Gatekeeper's webhook does not
+o.yaml: document 2 (admissionregistration.k8s.io/v1 ValidatingWebhookConfiguration policy):
+  not mutated: the API server never sends admission configuration to admission webhooks
+o.yaml: document 3 (reports.sartor.dev/v1alpha1 Report weekly):
+  not mutated: sartor never mutates its own API (*.sartor.dev)
+o.yaml: document 4 (syncset.gatekeeper.sh/v1alpha1 SyncSet pods):
+  pass 1  AssignMetadata label-everything  metadata.labels.mutated
+o.yaml: document 5 (v1 ConfigMap shop/settings):
+  pass 1  AssignMetadata label-everything  metadata.labels.mutated
 "
     );
 }

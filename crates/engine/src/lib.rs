@@ -45,6 +45,8 @@ pub use mutator::{
     Applies, ApplyError, CompileError, Mutator, MutatorId, Operations, Problem, Terminal,
 };
 pub use request::{Admission, Gvk, NamespaceLookup, NoNamespaces, Operation, Request, Source};
+/// Why [`Mutation::protected`] left an object as it was.
+pub use sartor_api::Protection;
 pub use schema::{SchemaConflict, Shape};
 pub use system::{Change, Failure, MUTATIONS_ANNOTATION, MutateError, Mutation, ObjectRef, System};
 pub use targets::{KindPattern, Targets};

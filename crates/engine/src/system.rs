@@ -15,6 +15,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::sync::Arc;
 
+use sartor_api::Protection;
 use sartor_location::{KeyValue, Node, Path};
 use serde_json::{Map, Value};
 
@@ -102,6 +103,9 @@ pub struct Mutation {
     /// `object` and `patch` are unset; ask the providers and mutate again
     /// with their answers ([`Admission::answers`]).
     pub unanswered: bool,
+    /// Why no mutator ran, when the object is one sartor never mutates
+    /// ([`sartor_api::protected`]); `None` for every other object.
+    pub protected: Option<Protection>,
 }
 
 /// One mutator changing one place of the object.
@@ -446,13 +450,21 @@ impl System {
     /// it is copied once, when a mutator first applies. The Namespace is asked
     /// for only when a mutator that may apply needs it.
     ///
+    /// An object sartor never mutates ([`sartor_api::protected`]: its own
+    /// API, Gatekeeper's policy objects, admission configuration) is left as
+    /// it is, whatever matches it, and [`Mutation::protected`] says why.
+    ///
     /// # Errors
     /// A [`MutateError`] naming the object and the mutator.
     pub fn mutate(&self, admission: &Admission<'_>) -> Result<Mutation, MutateError> {
         let admitted = admission.object;
         let gvk = &admission.gvk;
-        let candidates = self.candidates(gvk, admission.operation);
         let mut mutation = Mutation::default();
+        if let Some(protection) = sartor_api::protected(&gvk.group, &gvk.kind) {
+            mutation.protected = Some(protection);
+            return Ok(mutation);
+        }
+        let candidates = self.candidates(gvk, admission.operation);
         if candidates.is_empty() {
             return Ok(mutation);
         }

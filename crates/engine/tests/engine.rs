@@ -26,6 +26,8 @@ pub mod in_place;
 mod matching;
 #[path = "engine/namespace_values.rs"]
 mod namespace_values;
+#[path = "engine/protection.rs"]
+mod protection;
 #[path = "engine/removal.rs"]
 mod removal;
 #[path = "engine/system.rs"]

@@ -6,7 +6,9 @@ use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
-use sartor_api::{GATEKEEPER_GROUP, GROUP, MutatorKind, Wildcard, json_type, parse_mutator};
+use sartor_api::{
+    GATEKEEPER_GROUP, GROUP, MutatorKind, Protection, Wildcard, json_type, parse_mutator, protected,
+};
 use sartor_engine::{
     Admission, Conflict, Failure, MutateError, Mutation, Mutator, MutatorId, NamespaceLookup,
     Operation, System,
@@ -269,11 +271,14 @@ impl NamespaceLookup for Prefetched {
     }
 }
 
-/// Why a mutation was skipped, for the debug log.
+/// Why a mutation was skipped, for the debug log (counted as
+/// [`Outcome::Skipped`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Skip {
     Subresource,
-    MutatorKind,
+    /// An object sartor never mutates ([`sartor_api::protected`]), skipped
+    /// before the snapshot is read; `System::mutate` would leave it too.
+    Protected(Protection),
     OwnServiceAccount,
     OwnNamespace,
     ExcludedNamespace,
@@ -569,8 +574,8 @@ impl Webhook {
         if !request.sub_resource.is_empty() && !is_ephemeral_containers(request) {
             return Some(Skip::Subresource);
         }
-        if request.kind.group == GROUP || request.kind.group == GATEKEEPER_GROUP {
-            return Some(Skip::MutatorKind);
+        if let Some(protection) = protected(&request.kind.group, &request.kind.kind) {
+            return Some(Skip::Protected(protection));
         }
         if request.user_info.username == self.settings.service_account {
             return Some(Skip::OwnServiceAccount);

@@ -61,7 +61,8 @@ pub enum Outcome {
     Mutated,
     /// `/v1/mutate`: mutators ran and changed nothing.
     Unchanged,
-    /// Not for sartor: another operation, a skipped namespace, user or kind.
+    /// Not for sartor: another operation, a subresource, a skipped namespace
+    /// or user, an object sartor never mutates (`sartor_api::protected`).
     Skipped,
     /// `/v1/mutate`: the mutation failed and the object was admitted unmutated
     /// (`--on-error allow`).

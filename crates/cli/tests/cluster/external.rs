@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use sartor_tests::cluster::ControlPlane;
 use sartor_tests::provider::{TestProvider, digest};
 
 use crate::admission::{examples_enforced, wait_enforced};
@@ -43,18 +44,24 @@ spec:
     image: redis:7
 "#;
 
-/// A replica watching Providers pins the images of a Pod created in the
-/// cluster, in one call to the provider.
-pub fn providers_are_watched_and_images_pinned(suite: &mut Suite) -> Result<(), String> {
-    examples_enforced(suite)?;
-    let plane = &suite.plane;
+/// Installs sartor's copy of Gatekeeper's Provider CRD and waits until it
+/// is served.
+pub fn install_provider_crd(plane: &ControlPlane) -> Result<(), String> {
     plane.kubectl(&[
         "apply",
         "--server-side",
         "-f",
         &repo_path("crds/optional/provider.yaml"),
     ])?;
-    plane.wait_established(Some("providers.externaldata.gatekeeper.sh"))?;
+    plane.wait_established(Some("providers.externaldata.gatekeeper.sh"))
+}
+
+/// A replica watching Providers pins the images of a Pod created in the
+/// cluster, in one call to the provider.
+pub fn providers_are_watched_and_images_pinned(suite: &mut Suite) -> Result<(), String> {
+    examples_enforced(suite)?;
+    let plane = &suite.plane;
+    install_provider_crd(plane)?;
     let provider = TestProvider::start(None)?;
     plane.kubectl_with_input(
         &["apply", "-f", "-"],
