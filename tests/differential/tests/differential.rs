@@ -14,7 +14,7 @@
 //! `SARTOR_REQUIRE_CLUSTER` set (CI) that is a failure. `.ci/run` sets
 //! `SARTOR_SKIP_DIFFERENTIAL` (the reason) when a cold oracle build does not
 //! fit its time budget: then only the trials without the oracle run.
-//! `DIFFERENTIAL_CASES` sets the cases per seed and mode (default 2,000).
+//! `DIFFERENTIAL_CASES` sets the cases per seed and mode (default 5,000).
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -206,7 +206,7 @@ fn cases_per_pass() -> usize {
     std::env::var("DIFFERENTIAL_CASES")
         .ok()
         .and_then(|n| n.parse().ok())
-        .unwrap_or(2_000)
+        .unwrap_or(5_000)
 }
 
 fn differential_pass(_: &Tools) -> Result<(), String> {
