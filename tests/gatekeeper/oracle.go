@@ -99,6 +99,9 @@ type Request struct {
 	Namespace json.RawMessage   `json:"namespace"`
 	Operation string            `json:"operation"`
 	Username  string            `json:"username"`
+	// Templates: ExpansionTemplate objects; when present, the admitted
+	// object is expanded after admission (expansion.go).
+	Templates []json.RawMessage `json:"templates"`
 }
 
 // MutatorAnswer is the fate of one input mutator.
@@ -122,6 +125,10 @@ type Answer struct {
 	Object    map[string]interface{} `json:"object,omitempty"`
 	Error     string                 `json:"error,omitempty"`
 	Skipped   string                 `json:"skipped,omitempty"`
+	// Only when the request has templates (expansion.go).
+	Templates   []TemplateAnswer   `json:"templates,omitempty"`
+	Generated   *[]GeneratedAnswer `json:"generated,omitempty"`
+	ExpandError string             `json:"expandError,omitempty"`
 }
 
 // FatalAnswer is the answer to a malformed request.
@@ -248,7 +255,10 @@ func (o *Oracle) Answer(req *Request) *Answer {
 		}
 	}
 
-	o.webhook(sys, req, ans)
+	base, ns := o.webhook(sys, req, ans)
+	if len(req.Templates) > 0 && ans.Fatal == "" && base != nil {
+		o.expand(sys, req, ans, base, ns)
+	}
 	return ans
 }
 
@@ -285,8 +295,11 @@ func (o *Oracle) compile(raw json.RawMessage) (types.Mutator, *unstructured.Unst
 }
 
 // webhook reproduces pkg/webhook/mutation.go (mutationHandler.Handle and
-// mutateRequest) for the request.
-func (o *Oracle) webhook(sys *mutation.System, req *Request, ans *Answer) {
+// mutateRequest) for the request. It returns what expansion starts from:
+// the object as admitted (mutated, else as given; nil after an error) with
+// the request namespace set, as pkg/webhook/policy.go sets it, and its
+// Namespace.
+func (o *Oracle) webhook(sys *mutation.System, req *Request, ans *Answer) (*unstructured.Unstructured, *corev1.Namespace) {
 	raw := []byte(req.Object)
 	// AdmissionRequest.Kind as the API server sets it: the object's group/version/kind.
 	var tm struct {
@@ -300,72 +313,43 @@ func (o *Oracle) webhook(sys *mutation.System, req *Request, ans *Answer) {
 	gv, _ := schema.ParseGroupVersion(tm.APIVersion)
 	op := admissionv1.Operation(req.Operation)
 
-	// Handle: isGkServiceAccount
-	if req.Username == gkServiceAccount {
-		ans.Outcome, ans.Skipped = "skipped", "Gatekeeper does not self-manage"
-		return
+	// Handle: isGkServiceAccount, IsSupportedMutationOperation,
+	// isGatekeeperResource; skipExcludedNamespace — nothing excluded here.
+	skipped := ""
+	switch {
+	case req.Username == gkServiceAccount:
+		skipped = "Gatekeeper does not self-manage"
+	case !match.IsSupportedMutationOperation(op):
+		skipped = "Mutating only on create or update"
+	case isGatekeeperResource(gv.Group):
+		skipped = "Not mutating gatekeeper resources"
 	}
-	// Handle: match.IsSupportedMutationOperation
-	if !match.IsSupportedMutationOperation(op) {
-		ans.Outcome, ans.Skipped = "skipped", "Mutating only on create or update"
-		return
-	}
-	// Handle: isGatekeeperResource
-	if isGatekeeperResource(gv.Group) {
-		ans.Outcome, ans.Skipped = "skipped", "Not mutating gatekeeper resources"
-		return
-	}
-	// Handle: skipExcludedNamespace — nothing excluded here.
 
-	// AdmissionRequest.Namespace: the object's namespace (the API server
-	// fills an empty metadata.namespace from the URL before admission); if
-	// the object has none but a Namespace object was given, its name.
-	reqNamespace := tm.Metadata.Namespace
-	var given *corev1.Namespace
-	if len(req.Namespace) > 0 && string(req.Namespace) != "null" {
-		// Stands for the cluster's Namespace (client.Get), so plain JSON
-		// decoding; apiVersion/kind are not required.
-		given = &corev1.Namespace{}
-		if err := json.Unmarshal(req.Namespace, given); err != nil {
-			ans.Fatal = fmt.Sprintf("malformed request: namespace: %v", err)
-			return
+	reqNamespace, ns, nsErr, fatal := admissionNamespace(raw, req, tm.Kind, gv.Group, tm.Metadata.Namespace)
+	if fatal != "" {
+		ans.Fatal = fatal
+		return nil, nil
+	}
+	obj := unstructured.Unstructured{}
+	if skipped != "" {
+		ans.Outcome, ans.Skipped = "skipped", skipped
+		// Expansion starts from the object as given (policy.go expands
+		// whatever the validating webhook is sent).
+		if nsErr != "" || obj.UnmarshalJSON(raw) != nil {
+			return nil, nil
 		}
-		if reqNamespace == "" {
-			reqNamespace = given.Name
-		}
+		obj.SetNamespace(reqNamespace)
+		return &obj, ns
+	}
+	if nsErr != "" {
+		ans.Outcome, ans.Error = "error", nsErr
+		return nil, nil
 	}
 
 	ctx := context.Background()
-	// mutateRequest
-	ns := &corev1.Namespace{}
-	switch {
-	case tm.Kind == "Namespace" && gv.Group == "":
-		reqNamespace = ""
-		obj, _, err := deserializer.Decode(raw, nil, &corev1.Namespace{})
-		if err != nil {
-			ans.Outcome, ans.Error = "error", err.Error()
-			return
-		}
-		ok := false
-		ns, ok = obj.(*corev1.Namespace)
-		if !ok {
-			ans.Outcome, ans.Error = "error", "failed to cast namespace object"
-			return
-		}
-	case reqNamespace != "":
-		// h.client.Get / h.reader.Get of the Namespace: the given object, or NotFound.
-		if given == nil {
-			ans.Outcome, ans.Error = "error", apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, reqNamespace).Error()
-			return
-		}
-		ns = given
-	default:
-		ns = nil
-	}
-	obj := unstructured.Unstructured{}
 	if err := obj.UnmarshalJSON(raw); err != nil {
 		ans.Outcome, ans.Error = "error", err.Error()
-		return
+		return nil, nil
 	}
 	oldNS := obj.GetNamespace()
 	obj.SetNamespace(reqNamespace)
@@ -380,26 +364,26 @@ func (o *Oracle) webhook(sys *mutation.System, req *Request, ans *Answer) {
 	mutated, err := sys.Mutate(ctx, mutable)
 	if err != nil {
 		ans.Outcome, ans.Error = "error", err.Error()
-		return
+		return nil, nil
 	}
 	if !mutated {
 		ans.Outcome = "unchanged"
-		return
+		return unchangedBase(raw, reqNamespace), ns
 	}
 	mutable.Object.SetNamespace(oldNS)
 	newJSON, err := mutable.Object.MarshalJSON()
 	if err != nil {
 		ans.Outcome, ans.Error = "error", err.Error()
-		return
+		return nil, nil
 	}
 	resp := admission.PatchResponseFromRaw(raw, newJSON)
 	if resp.Result != nil && resp.Result.Code == http.StatusInternalServerError {
 		ans.Outcome, ans.Error = "error", resp.Result.Message
-		return
+		return nil, nil
 	}
 	if len(resp.Patches) == 0 {
 		ans.Outcome = "unchanged"
-		return
+		return unchangedBase(raw, reqNamespace), ns
 	}
 	// The API server applies the JSON patch to the object it sent
 	// (k8s.io/apiserver .../webhook/mutating/dispatcher.go uses
@@ -407,24 +391,79 @@ func (o *Oracle) webhook(sys *mutation.System, req *Request, ans *Answer) {
 	patchJSON, err := json.Marshal(resp.Patches)
 	if err != nil {
 		ans.Outcome, ans.Error = "error", err.Error()
-		return
+		return nil, nil
 	}
 	patch, err := jsonpatch.DecodePatch(patchJSON)
 	if err != nil {
 		ans.Outcome, ans.Error = "error", err.Error()
-		return
+		return nil, nil
 	}
 	patched, err := patch.Apply(raw)
 	if err != nil {
 		ans.Outcome, ans.Error = "error", fmt.Sprintf("apply patch: %v", err)
-		return
+		return nil, nil
 	}
 	out := unstructured.Unstructured{}
 	if err := out.UnmarshalJSON(patched); err != nil {
 		ans.Outcome, ans.Error = "error", err.Error()
-		return
+		return nil, nil
 	}
 	ans.Outcome, ans.Object = "mutated", out.Object
+	base := out.DeepCopy()
+	base.SetNamespace(reqNamespace)
+	return base, ns
+}
+
+// unchangedBase is the object as given, in the request namespace.
+func unchangedBase(raw []byte, reqNamespace string) *unstructured.Unstructured {
+	obj := &unstructured.Unstructured{}
+	if err := obj.UnmarshalJSON(raw); err != nil {
+		return nil
+	}
+	obj.SetNamespace(reqNamespace)
+	return obj
+}
+
+// admissionNamespace is AdmissionRequest.Namespace and the Namespace
+// mutateRequest gets for it: the object's namespace (the API server fills
+// an empty metadata.namespace from the URL before admission), or, if the
+// object has none but a Namespace object was given, its name. nsErr is an
+// admission error (the Namespace is not found or does not decode); fatal a
+// malformed request.
+func admissionNamespace(raw []byte, req *Request, kind, group, objectNamespace string) (reqNamespace string, ns *corev1.Namespace, nsErr, fatal string) {
+	reqNamespace = objectNamespace
+	var given *corev1.Namespace
+	if len(req.Namespace) > 0 && string(req.Namespace) != "null" {
+		// Stands for the cluster's Namespace (client.Get), so plain JSON
+		// decoding; apiVersion/kind are not required.
+		given = &corev1.Namespace{}
+		if err := json.Unmarshal(req.Namespace, given); err != nil {
+			return "", nil, "", fmt.Sprintf("malformed request: namespace: %v", err)
+		}
+		if reqNamespace == "" {
+			reqNamespace = given.Name
+		}
+	}
+	switch {
+	case kind == "Namespace" && group == "":
+		obj, _, err := deserializer.Decode(raw, nil, &corev1.Namespace{})
+		if err != nil {
+			return "", nil, err.Error(), ""
+		}
+		ns, ok := obj.(*corev1.Namespace)
+		if !ok {
+			return "", nil, "failed to cast namespace object", ""
+		}
+		return "", ns, "", ""
+	case reqNamespace != "":
+		// h.client.Get / h.reader.Get of the Namespace: the given object, or NotFound.
+		if given == nil {
+			return reqNamespace, nil, apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, reqNamespace).Error(), ""
+		}
+		return reqNamespace, given, "", ""
+	default:
+		return reqNamespace, nil, "", ""
+	}
 }
 
 // isGatekeeperResource is pkg/webhook/common.go's webhookHandler.isGatekeeperResource.

@@ -191,3 +191,27 @@ func TestGolden(t *testing.T) {
 		}
 	}
 }
+
+// (x) Expansion as gator expand does it: the Deployment mutated first, its
+// Pod generated from spec.template (name PARENT-KIND, owner reference with
+// an empty uid) and mutated with Source Generated; resultants of resultants
+// come first; the generated Pod is mutated without an operation, so a
+// mutator applying to CREATE only leaves it alone.
+func TestExpansion(t *testing.T) {
+	a := answer(t, "xa-deployment-pod")
+	eq(t, "pod", get(a, "generated", 0, "object", "metadata", "name"), "web-pod")
+	eq(t, "owner", get(a, "generated", 0, "object", "metadata", "ownerReferences", 0), map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "uid": ""})
+	eq(t, "generated-only mutator", get(a, "generated", 0, "object", "spec", "containers", 0, "imagePullPolicy"), "Always")
+	eq(t, "parent label", get(a, "generated", 0, "object", "metadata", "labels", "team"), "blue")
+	a = answer(t, "xb-cronjob-job-pod")
+	eq(t, "grandchild first", get(a, "generated", 0, "object", "metadata", "name"), "nightly-job-pod")
+	eq(t, "then the job", get(a, "generated", 1, "template"), "expand-cronjobs")
+	a = answer(t, "xc-refused-templates")
+	eq(t, "cycle closed", get(a, "templates", 3, "error"), "template forms expansion cycle")
+	eq(t, "cycle kept, unused", get(a, "templates", 2, "conflict"), true)
+	eq(t, "nothing generated", get(a, "generated"), []any{})
+	a = answer(t, "xd-no-source-field")
+	eq(t, "no source", a["expandError"], `could not find source field "spec.template" in resource empty`)
+	a = answer(t, "xe-operation-create-only")
+	eq(t, "create-only", get(a, "generated", 0, "outcome"), "unchanged")
+}

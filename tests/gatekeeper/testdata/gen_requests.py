@@ -53,6 +53,33 @@ reqs.append(req("v-typical-5",[
 ],POD3,NS("prod",{"env":"prod"})))
 reqs.append(req("w-assign-on-namespace-nodefault",[assign("w","spec.priority",1)],{"apiVersion":"v1","kind":"Pod","metadata":{"name":"nons"},"spec":{}},None))
 reqs.append(req("y-namespace-without-typemeta",[{"apiVersion":"mutations.gatekeeper.sh/v1","kind":"AssignMetadata","metadata":{"name":"y"},"spec":{"match":{"namespaceSelector":{"matchLabels":{"env":"prod"}}},"location":"metadata.labels.owned","parameters":{"assign":{"value":"yes"}}}}],POD3,{"metadata":{"name":"prod","labels":{"env":"prod"}}}))
+# expansion (requests with "templates")
+def template(name, kinds, source, gen, version="v1beta1"):
+    return {"apiVersion":f"expansion.gatekeeper.sh/{version}","kind":"ExpansionTemplate","metadata":{"name":name},
+            "spec":{"applyTo":[{"groups":[g],"versions":[v],"kinds":[k]} for (g,v,k) in kinds],"templateSource":source,"generatedGVK":gen}}
+POD_GVK = {"group":"","version":"v1","kind":"Pod"}
+EXPAND_DEPLOYMENTS = template("expand-deployments",[("apps","v1","Deployment"),("apps","v1","ReplicaSet")],"spec.template",POD_GVK)
+EXPAND_CRONJOBS = template("expand-cronjobs",[("batch","v1","CronJob")],"spec.jobTemplate",{"group":"batch","version":"v1","kind":"Job"},version="v1alpha1")
+EXPAND_JOBS = template("expand-jobs",[("batch","v1","Job")],"spec.template",POD_GVK)
+DEPLOY = {"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":"prod","labels":{"app":"web"}},"spec":{"replicas":2,"selector":{"matchLabels":{"app":"web"}},"template":{"metadata":{"labels":{"app":"web"}},"spec":{"containers":[{"name":"app","image":"nginx"}]}}}}
+CRONJOB = {"apiVersion":"batch/v1","kind":"CronJob","metadata":{"name":"nightly","namespace":"prod"},"spec":{"schedule":"0 0 * * *","jobTemplate":{"spec":{"template":{"spec":{"restartPolicy":"Never","containers":[{"name":"app","image":"busybox"}]}}}}}}
+def with_source(m, source):
+    m = json.loads(json.dumps(m)); m["spec"].setdefault("match",{})["source"] = source; return m
+def expand(i, muts, obj, ns, templates, op="CREATE"):
+    r = req(i, muts, obj, ns, op=op); r["templates"] = templates; return r
+PULL = assign("pull",'spec.containers[name: *].imagePullPolicy',"Always")
+reqs.append(expand("xa-deployment-pod",[with_source(PULL,"Generated"),with_source(assign("orig","spec.priority",1),"Original"),
+  {"apiVersion":"mutations.gatekeeper.sh/v1","kind":"AssignMetadata","metadata":{"name":"team"},"spec":{"location":"metadata.labels.team","parameters":{"assign":{"value":"blue"}}}}],DEPLOY,NS("prod"),[EXPAND_DEPLOYMENTS]))
+reqs.append(expand("xb-cronjob-job-pod",[PULL],CRONJOB,NS("prod"),[EXPAND_CRONJOBS,EXPAND_JOBS]))
+reqs.append(expand("xc-refused-templates",[],DEPLOY,NS("prod"),[
+  template("no-source",[("apps","v1","Deployment")],"",POD_GVK),
+  template("self",[("","v1","Pod")],"spec",POD_GVK),
+  template("cycle-a",[("apps","v1","Deployment")],"spec.template",POD_GVK),
+  template("cycle-b",[("","v1","Pod")],"spec",{"group":"apps","version":"v1","kind":"Deployment"}),
+  {"apiVersion":"expansion.gatekeeper.sh/v1beta1","kind":"ExpansionTemplate","metadata":{"name":"bad-type"},"spec":{"applyTo":"Deployment"}}]))
+reqs.append(expand("xd-no-source-field",[PULL],{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"empty","namespace":"prod"},"spec":{"replicas":1}},NS("prod"),[EXPAND_DEPLOYMENTS]))
+reqs.append(expand("xe-operation-create-only",[assign("create-only",'spec.containers[name: *].imagePullPolicy',"Always",apply=[{"groups":[""],"kinds":["Pod"],"versions":["v1"],"operations":["CREATE"]}])],DEPLOY,NS("prod"),[EXPAND_DEPLOYMENTS]))
+reqs.append(expand("xf-unchanged",[with_source(PULL,"Original")],DEPLOY,NS("prod"),[EXPAND_DEPLOYMENTS]))
 with open("requests.jsonl","w") as f:
     for r in reqs: f.write(json.dumps(r, separators=(",",":"))+"\n")
     f.write('{"id":"x-malformed","mutators":"nope","object":{}}\n')
