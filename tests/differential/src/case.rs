@@ -23,6 +23,10 @@ pub struct Case {
     /// The requesting user.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub username: String,
+    /// ExpansionTemplate objects: when there are any, the admitted object
+    /// (as mutated) is expanded and what it generates is compared too.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub templates: Vec<Value>,
 }
 
 /// What one side made of a case.
@@ -36,6 +40,75 @@ pub struct Answer {
     /// What happened to the object.
     #[serde(flatten)]
     pub outcome: Outcome,
+    /// Per template, in the case's order (cases with templates only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub templates: Vec<TemplateVerdict>,
+    /// What the admitted object generates, in the side's order; `None`
+    /// without templates, after an admission error, or when expansion failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generated: Option<Vec<GeneratedObject>>,
+    /// Why expansion failed, in the side's own words.
+    #[serde(
+        default,
+        rename = "expandError",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub expand_error: Option<String>,
+}
+
+/// One ExpansionTemplate accepted or refused.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TemplateVerdict {
+    /// `metadata.name`.
+    pub name: String,
+    /// Whether the side took it in.
+    pub accepted: bool,
+    /// Accepted, but in a cycle of templates and so never used (the
+    /// oracle's; sartor refuses such templates).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub conflict: bool,
+    /// Where it was refused: `decode`, `upsert` (the oracle), `parse`,
+    /// `cycle` (sartor).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stage: Option<String>,
+    /// Why it was refused, in the side's own words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl TemplateVerdict {
+    /// Whether it takes part in expansion: accepted and in no cycle.
+    pub fn used(&self) -> bool {
+        self.accepted && !self.conflict
+    }
+}
+
+/// One generated resource, mutated as `source: Generated`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GeneratedObject {
+    /// The template that generated it.
+    pub template: String,
+    /// `mutated` or `unchanged`.
+    pub outcome: String,
+    /// The resource after mutation.
+    #[serde(default)]
+    pub object: Value,
+}
+
+impl GeneratedObject {
+    /// What pairs it with the other side's: template, kind, name.
+    pub fn key(&self) -> (String, String, String) {
+        let kind = self
+            .object
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        (
+            self.template.clone(),
+            kind.to_string(),
+            name_of(&self.object).to_string(),
+        )
+    }
 }
 
 /// One mutator accepted or refused.
@@ -99,20 +172,31 @@ impl Outcome {
 }
 
 impl Case {
-    /// The same case with only the mutators `keep` says yes to.
-    pub fn retain_mutators(&self, mut keep: impl FnMut(usize, &Value) -> bool) -> Case {
-        let mutators = self
-            .mutators
-            .iter()
-            .enumerate()
-            .filter(|(i, m)| keep(*i, m))
-            .map(|(_, m)| m.clone())
-            .collect();
+    /// The same case with only the templates `keep` says yes to.
+    pub fn retain_templates(&self, keep: impl FnMut(usize, &Value) -> bool) -> Case {
         Case {
-            mutators,
+            templates: kept(&self.templates, keep),
             ..self.clone()
         }
     }
+
+    /// The same case with only the mutators `keep` says yes to.
+    pub fn retain_mutators(&self, keep: impl FnMut(usize, &Value) -> bool) -> Case {
+        Case {
+            mutators: kept(&self.mutators, keep),
+            ..self.clone()
+        }
+    }
+}
+
+/// The items `keep` says yes to (given each one's position).
+fn kept(items: &[Value], mut keep: impl FnMut(usize, &Value) -> bool) -> Vec<Value> {
+    items
+        .iter()
+        .enumerate()
+        .filter(|(i, item)| keep(*i, item))
+        .map(|(_, item)| item.clone())
+        .collect()
 }
 
 /// The API group of an object's `apiVersion` (`""` for the core group).

@@ -65,6 +65,21 @@ pub const CLASSES: &[Class] = &[
         recognises: unknown_fields,
     },
     Class {
+        id: "owner-reference-uid",
+        title: "a generated resource's owner reference: Gatekeeper writes uid \"\" in it; sartor writes no uid",
+        recognises: owner_reference_uid,
+    },
+    Class {
+        id: "generated-operation",
+        title: "a generated resource is mutated on no operation by Gatekeeper (only mutators applying to CREATE and UPDATE alike touch it); sartor mutates it on the parent's",
+        recognises: generated_operation,
+    },
+    Class {
+        id: "template-duplicate-edge",
+        title: "an ExpansionTemplate naming a kind twice that another template generates: Gatekeeper refuses it (\"edge already exists\") yet keeps using it, and misses a cycle it closes; sartor uses it, or refuses the cycle",
+        recognises: template_duplicate_edge,
+    },
+    Class {
         id: "admission-configuration",
         title: "webhook configurations and admission policies: the API server never sends them to a webhook; sartor mutate leaves them alone too",
         recognises: admission_configuration,
@@ -96,10 +111,12 @@ pub fn documented(document: &str) -> BTreeSet<String> {
 
 // === what each class looks like ===
 
+/// A difference in what mutation made of an object: the admitted one or
+/// one it generated.
 fn is_effect(difference: &Difference) -> bool {
     matches!(
         difference,
-        Difference::Object { .. } | Difference::Outcome { .. }
+        Difference::Object { .. } | Difference::Outcome { .. } | Difference::Generated { .. }
     )
 }
 
@@ -226,13 +243,71 @@ fn malformed_selector(_: &Case, difference: &Difference, _: &Answer, _: &Answer)
         .is_some_and(|(_, why)| why.contains("labelSelector") || why.contains("namespaceSelector"))
 }
 
-fn unknown_fields(_: &Case, difference: &Difference, _: &Answer, gatekeeper: &Answer) -> bool {
-    refused_by_sartor(difference).is_some_and(|(index, why)| {
-        why.contains("unknown field")
-            && gatekeeper
-                .mutators
-                .get(index)
-                .is_some_and(|verdict| !verdict.pruned.is_empty())
+/// A mutator the API server prunes, or an ExpansionTemplate Gatekeeper
+/// decodes ignoring what it does not know (gator's
+/// `DefaultUnstructuredConverter`).
+/// For templates, also the cycle Gatekeeper sees through one that sartor
+/// refuses for an unknown field.
+fn unknown_fields(_: &Case, difference: &Difference, sartor: &Answer, gatekeeper: &Answer) -> bool {
+    let template = matches!(difference, Difference::TemplateAcceptance { .. })
+        && sartor.templates.iter().any(|t| {
+            t.error
+                .as_deref()
+                .is_some_and(|e| e.contains("unknown field"))
+        });
+    template
+        || refused_by_sartor(difference).is_some_and(|(index, why)| {
+            why.contains("unknown field")
+                && gatekeeper
+                    .mutators
+                    .get(index)
+                    .is_some_and(|verdict| !verdict.pruned.is_empty())
+        })
+}
+
+fn owner_reference_uid(_: &Case, difference: &Difference, _: &Answer, _: &Answer) -> bool {
+    matches!(difference, Difference::Generated { paths, .. }
+    if !paths.is_empty() && paths.iter().all(|p| {
+        p.strip_prefix("/metadata/ownerReferences/")
+            .and_then(|rest| rest.strip_suffix("/uid"))
+            .is_some_and(|i| i.parse::<usize>().is_ok())
+    }))
+}
+
+/// A generated resource, and a mutator whose `applyTo` names operations
+/// that leave out CREATE or UPDATE (Gatekeeper's `MatchesOperation` on an
+/// empty operation wants both, or none named, or `*`).
+fn generated_operation(
+    case: &Case,
+    difference: &Difference,
+    _: &Answer,
+    gatekeeper: &Answer,
+) -> bool {
+    let partial = |entry: &Value| {
+        entry
+            .get("operations")
+            .and_then(Value::as_array)
+            .is_some_and(|ops| {
+                let has = |op: &str| ops.iter().any(|o| o.as_str() == Some(op));
+                let all = ops.is_empty() || has("*") || (has("CREATE") && has("UPDATE"));
+                !all
+            })
+    };
+    matches!(
+        difference,
+        Difference::Generated { .. } | Difference::Expansion { .. }
+    ) && accepted(case, gatekeeper).any(|m| {
+        m.pointer("/spec/applyTo")
+            .and_then(Value::as_array)
+            .is_some_and(|entries| entries.iter().any(partial))
+    })
+}
+
+fn template_duplicate_edge(_: &Case, _: &Difference, _: &Answer, gatekeeper: &Answer) -> bool {
+    gatekeeper.templates.iter().any(|t| {
+        t.error
+            .as_deref()
+            .is_some_and(|e| e.contains("edge already exists"))
     })
 }
 
@@ -271,11 +346,15 @@ mod tests {
             namespace: None,
             operation: "CREATE".into(),
             username: String::new(),
+            templates: Vec::new(),
         };
         let answer = Answer {
             mutators: vec![verdict("m", "ModifySet")],
             conflicts: Vec::new(),
             outcome: Outcome::Unchanged,
+            templates: Vec::new(),
+            generated: None,
+            expand_error: None,
         };
         let difference = Difference::Object {
             paths: vec!["/spec/tolerations/0".into()],

@@ -1,13 +1,19 @@
 //! Comparing the two answers to a case: which mutators each side accepts,
 //! what happened to the object (a skip and "unchanged" are the same to the
 //! API server; two errors agree whatever their words), and the mutated
-//! objects as JSON values with numbers compared by value.
+//! objects as JSON values with numbers compared by value; for a case with
+//! templates, which templates each side uses and what the object generates.
+//!
+//! Generated objects are paired by template, kind and name, not by
+//! position: Gatekeeper lists a resultant's own resultants before it and the
+//! templates of one kind in Go map order (at random); sartor lists each
+//! resource before what it generates, templates in name order.
 
 use std::fmt;
 
 use serde_json::Value;
 
-use crate::case::{Answer, Outcome};
+use crate::case::{Answer, GeneratedObject, Outcome};
 
 /// One way the answers differ.
 #[derive(Debug, Clone, PartialEq)]
@@ -42,6 +48,33 @@ pub enum Difference {
         /// Gatekeeper's.
         gatekeeper: Vec<String>,
     },
+    /// One side uses an ExpansionTemplate the other refuses (or keeps
+    /// unused, in a cycle).
+    TemplateAcceptance {
+        /// Its position in the case.
+        index: usize,
+        /// Its name.
+        template: String,
+        /// sartor's refusal, `None` when it uses it.
+        sartor: Option<String>,
+        /// Gatekeeper's refusal, `None` when it uses it.
+        gatekeeper: Option<String>,
+    },
+    /// Expansion fared differently: an error on one side only, or other
+    /// resources generated (`template kind name` of each, sorted).
+    Expansion {
+        /// What sartor generated, or its error.
+        sartor: String,
+        /// What Gatekeeper generated, or its error.
+        gatekeeper: String,
+    },
+    /// Both generated a resource, different after mutation.
+    Generated {
+        /// `template kind name`.
+        resource: String,
+        /// JSON pointers to the first places they differ.
+        paths: Vec<String>,
+    },
 }
 
 impl fmt::Display for Difference {
@@ -73,25 +106,53 @@ impl fmt::Display for Difference {
                 sartor.join(", "),
                 gatekeeper.join(", ")
             ),
+            Difference::TemplateAcceptance {
+                template,
+                sartor,
+                gatekeeper,
+                ..
+            } => match (sartor, gatekeeper) {
+                (Some(why), None) => write!(
+                    f,
+                    "sartor refuses ExpansionTemplate {template} ({why}); Gatekeeper uses it"
+                ),
+                (None, Some(why)) => write!(
+                    f,
+                    "Gatekeeper refuses ExpansionTemplate {template} ({why}); sartor uses it"
+                ),
+                _ => write!(f, "ExpansionTemplate {template}: used by both or neither"),
+            },
+            Difference::Expansion { sartor, gatekeeper } => {
+                write!(f, "expansion: sartor {sartor}; Gatekeeper {gatekeeper}")
+            }
+            Difference::Generated { resource, paths } => write!(
+                f,
+                "the generated {resource} differs at {}",
+                paths.join(", ")
+            ),
         }
     }
 }
 
 impl Difference {
-    /// `acceptance`, `outcome`, `object` or `conflicts`.
+    /// `acceptance`, `outcome`, `object`, `conflicts`,
+    /// `template-acceptance`, `expansion` or `generated`.
     pub fn kind(&self) -> &'static str {
         match self {
             Difference::Acceptance { .. } => "acceptance",
             Difference::Outcome { .. } => "outcome",
             Difference::Object { .. } => "object",
             Difference::Conflicts { .. } => "conflicts",
+            Difference::TemplateAcceptance { .. } => "template-acceptance",
+            Difference::Expansion { .. } => "expansion",
+            Difference::Generated { .. } => "generated",
         }
     }
 }
 
-/// Which mutators the sides disagree on accepting.
+/// Which mutators and templates the sides disagree on accepting.
 pub fn acceptance(sartor: &Answer, gatekeeper: &Answer) -> Vec<Difference> {
-    sartor
+    let mutators = sartor
         .mutators
         .iter()
         .zip(&gatekeeper.mutators)
@@ -102,8 +163,26 @@ pub fn acceptance(sartor: &Answer, gatekeeper: &Answer) -> Vec<Difference> {
             mutator: format!("{} {}", s.kind, s.name),
             sartor: (!s.accepted).then(|| s.error.clone().unwrap_or_default()),
             gatekeeper: (!g.accepted).then(|| g.error.clone().unwrap_or_default()),
+        });
+    let refusal = |t: &crate::case::TemplateVerdict| {
+        (!t.used()).then(|| match &t.error {
+            Some(error) => error.clone(),
+            None => "in a cycle of templates, never used".to_string(),
         })
-        .collect()
+    };
+    let templates = sartor
+        .templates
+        .iter()
+        .zip(&gatekeeper.templates)
+        .enumerate()
+        .filter(|(_, (s, g))| s.used() != g.used())
+        .map(|(index, (s, g))| Difference::TemplateAcceptance {
+            index,
+            template: s.name.clone(),
+            sartor: refusal(s),
+            gatekeeper: refusal(g),
+        });
+    mutators.chain(templates).collect()
 }
 
 /// How the object fared, for two answers on the same accepted mutators.
@@ -133,7 +212,94 @@ pub fn effect(sartor: &Answer, gatekeeper: &Answer) -> Vec<Difference> {
             gatekeeper: g.word(),
         }),
     }
+    differences.extend(expansion(sartor, gatekeeper));
     differences
+}
+
+/// How expansion fared: the same resources generated (paired by template,
+/// kind and name), each the same after mutation. Two errors agree whatever
+/// their words; no expansion on either side (an admission error, no
+/// templates) is the outcome's business.
+fn expansion(sartor: &Answer, gatekeeper: &Answer) -> Vec<Difference> {
+    let summary = |answer: &Answer| match (&answer.generated, &answer.expand_error) {
+        (_, Some(error)) => format!("fails: {error}"),
+        (Some(generated), None) => {
+            let keys: Vec<String> = sorted(generated).iter().map(|g| key_text(g)).collect();
+            format!("generates [{}]", keys.join(", "))
+        }
+        (None, None) => "expands nothing".to_string(),
+    };
+    let expanded = |answer: &Answer| answer.generated.is_some() || answer.expand_error.is_some();
+    if !expanded(sartor) && !expanded(gatekeeper) {
+        return Vec::new();
+    }
+    if sartor.expand_error.is_some() && gatekeeper.expand_error.is_some() {
+        return Vec::new();
+    }
+    let (Some(s), Some(g)) = (&sartor.generated, &gatekeeper.generated) else {
+        return vec![Difference::Expansion {
+            sartor: summary(sartor),
+            gatekeeper: summary(gatekeeper),
+        }];
+    };
+    let (s, g) = (sorted(s), sorted(g));
+    let keys = |list: &[&GeneratedObject]| list.iter().map(|o| o.key()).collect::<Vec<_>>();
+    if keys(&s) != keys(&g) {
+        return vec![Difference::Expansion {
+            sartor: summary(sartor),
+            gatekeeper: summary(gatekeeper),
+        }];
+    }
+    let mut differences = Vec::new();
+    for (s, g) in s.iter().zip(&g) {
+        // Owner reference uids apart, so that a difference there (every
+        // generated resource has one) hides no other.
+        let (s_uids, s_object) = owner_uids(&s.object);
+        let (g_uids, g_object) = owner_uids(&g.object);
+        let mut uid_paths = Vec::new();
+        differing(&s_uids, &g_uids, &mut String::new(), &mut uid_paths);
+        let mut paths = Vec::new();
+        differing(&s_object, &g_object, &mut String::new(), &mut paths);
+        for paths in [uid_paths, paths] {
+            if !paths.is_empty() {
+                differences.push(Difference::Generated {
+                    resource: key_text(s),
+                    paths,
+                });
+            }
+        }
+    }
+    differences
+}
+
+/// The `uid`s of an object's owner references (as `{"metadata":
+/// {"ownerReferences": [{"uid": ...}]}}`), and the object without them.
+fn owner_uids(object: &Value) -> (Value, Value) {
+    let mut rest = object.clone();
+    let mut uids = Vec::new();
+    if let Some(Value::Array(owners)) = rest.pointer_mut("/metadata/ownerReferences") {
+        for owner in owners {
+            let uid = owner.as_object_mut().and_then(|o| o.remove("uid"));
+            uids.push(match uid {
+                Some(uid) => serde_json::json!({"uid": uid}),
+                None => serde_json::json!({}),
+            });
+        }
+    }
+    let uids = serde_json::json!({"metadata": {"ownerReferences": uids}});
+    (uids, rest)
+}
+
+/// Generated objects in key order (stable: equal keys keep the side's order).
+fn sorted(generated: &[GeneratedObject]) -> Vec<&GeneratedObject> {
+    let mut list: Vec<&GeneratedObject> = generated.iter().collect();
+    list.sort_by_key(|g| g.key());
+    list
+}
+
+fn key_text(generated: &GeneratedObject) -> String {
+    let (template, kind, name) = generated.key();
+    format!("{template} {kind} {name}")
 }
 
 /// What the API server sees: a skip is no change.

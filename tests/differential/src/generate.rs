@@ -6,7 +6,10 @@
 //!
 //! [`Mode::Normal`] writes locations a cluster admin would write;
 //! [`Mode::Wild`] takes them from random walks over the object (and a step or
-//! two past it), with values of any JSON type.
+//! two past it), with values of any JSON type. [`Mode::Expansion`] admits a
+//! workload (Deployment, ReplicaSet, StatefulSet, DaemonSet, Job, CronJob)
+//! with one or two ExpansionTemplates, now and then a malformed one, and
+//! mutators of the Pods it generates, `match.source` set more often.
 //!
 //! The generator is its own splitmix64 rather than a crate's RNG so that a
 //! seed names the same cases for as long as this file does not change.
@@ -22,6 +25,8 @@ pub enum Mode {
     Normal,
     /// From random walks over the admitted object.
     Wild,
+    /// A workload and ExpansionTemplates: what it generates is compared too.
+    Expansion,
 }
 
 impl Mode {
@@ -30,6 +35,7 @@ impl Mode {
         match self {
             Mode::Normal => "normal",
             Mode::Wild => "wild",
+            Mode::Expansion => "expansion",
         }
     }
 }
@@ -43,6 +49,9 @@ pub fn cases(seed: u64, mode: Mode, count: usize) -> impl Iterator<Item = Case> 
 pub fn case(seed: u64, mode: Mode, index: usize) -> Case {
     let mut rng =
         Rng::new(seed ^ (index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ mode_salt(mode));
+    if mode == Mode::Expansion {
+        return expansion_case(&mut rng, format!("{seed}/{}/{index}", mode.as_str()));
+    }
     let namespace_name = *rng.pick(&["default", "prod", "prod-eu", "dev", "kube-system"]);
     let object = object(&mut rng, namespace_name);
     let mut names: Vec<&str> = NAMES.to_vec();
@@ -71,6 +80,7 @@ pub fn case(seed: u64, mode: Mode, index: usize) -> Case {
         namespace,
         operation: operation.to_string(),
         username: username.to_string(),
+        templates: Vec::new(),
     }
 }
 
@@ -78,6 +88,7 @@ fn mode_salt(mode: Mode) -> u64 {
     match mode {
         Mode::Normal => 0,
         Mode::Wild => 0x5A5A_5A5A_0000_0001,
+        Mode::Expansion => 0x5A5A_5A5A_0000_0002,
     }
 }
 
@@ -350,6 +361,237 @@ fn policy_object(rng: &mut Rng, namespace: &str) -> Value {
     }
 }
 
+// === expansion ===
+
+/// A workload, its templates, mutators of the Pods it generates.
+fn expansion_case(rng: &mut Rng, id: String) -> Case {
+    let namespace_name = *rng.pick(&["default", "prod", "prod-eu", "dev", "kube-system"]);
+    let (object, pod) = workload(rng, namespace_name);
+    let mut names: Vec<&str> = NAMES.to_vec();
+    let count = 1 + rng.below(4);
+    let mutators = (0..count)
+        .map(|_| {
+            let name = rng.take(&mut names).unwrap_or("extra");
+            let mode = if rng.chance(75) {
+                Mode::Normal
+            } else {
+                Mode::Wild
+            };
+            let mut mutator = mutator(rng, mode, name, &pod);
+            if rng.chance(50)
+                && let Some(spec) = mutator.get_mut("spec")
+            {
+                let source = *rng.pick(&["All", "Original", "Generated", "Generated"]);
+                match spec.get_mut("match") {
+                    Some(m) => set(m, "source", json!(source)),
+                    None => set(spec, "match", json!({"source": source})),
+                }
+            }
+            mutator
+        })
+        .collect();
+    let mut template_names: Vec<&str> = vec!["expand-workloads", "expand-cronjobs", "pods", "jobs"];
+    let templates = (0..1 + rng.below(2))
+        .map(|_| {
+            let name = rng.take(&mut template_names).unwrap_or("more");
+            expansion_template(rng, name)
+        })
+        .collect();
+    let namespace = Some(namespace_object(rng, namespace_name));
+    let operation = if rng.chance(80) { "CREATE" } else { "UPDATE" };
+    let username = if rng.chance(50) { "alice" } else { "" };
+    Case {
+        id,
+        mutators,
+        object,
+        namespace,
+        operation: operation.to_string(),
+        username: username.to_string(),
+        templates,
+    }
+}
+
+/// A workload with a pod template, and the Pod it stands for (what
+/// mutators are written against).
+fn workload(rng: &mut Rng, namespace: &str) -> (Value, Value) {
+    let name = *rng.pick(&["web", "api", "nightly"]);
+    let mut pod_metadata = Map::new();
+    if rng.chance(80) {
+        pod_metadata.insert("labels".into(), json!({"app": name}));
+    }
+    if rng.chance(20) {
+        pod_metadata.insert("annotations".into(), json!({"owner": "team-a"}));
+    }
+    if rng.chance(5) {
+        pod_metadata.insert("name".into(), json!("given"));
+    }
+    let mut template = json!({"metadata": Value::Object(pod_metadata), "spec": pod_spec(rng)});
+    if rng.chance(10) {
+        set(&mut template, "metadata", json!({}));
+    }
+    let pod = json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": metadata(rng, name, Some(namespace)),
+        "spec": template.get("spec").cloned().unwrap_or_default(),
+    });
+    let selector = json!({"matchLabels": {"app": name}});
+    let (api_version, kind, mut spec) = match rng.below(12) {
+        0..=3 => (
+            "apps/v1",
+            "Deployment",
+            json!({"replicas": rng.below(4), "selector": selector, "template": template}),
+        ),
+        4 => (
+            "apps/v1",
+            "ReplicaSet",
+            json!({"replicas": 1, "selector": selector, "template": template}),
+        ),
+        5 => (
+            "apps/v1",
+            "StatefulSet",
+            json!({"serviceName": name, "selector": selector, "template": template}),
+        ),
+        6 => (
+            "apps/v1",
+            "DaemonSet",
+            json!({"selector": selector, "template": template}),
+        ),
+        7..=8 => (
+            "batch/v1",
+            "Job",
+            json!({"backoffLimit": 2, "template": template}),
+        ),
+        _ => (
+            "batch/v1",
+            "CronJob",
+            json!({"schedule": "0 0 * * *", "jobTemplate": {"spec": {"template": template}}}),
+        ),
+    };
+    // Now and then nothing (or no object) where the templates look.
+    match rng.below(40) {
+        0 => {
+            if let Some(map) = spec.as_object_mut() {
+                map.remove("template");
+                map.remove("jobTemplate");
+            }
+        }
+        1 => set(&mut spec, "template", json!("none")),
+        _ => {}
+    }
+    let object = json!({
+        "apiVersion": api_version,
+        "kind": kind,
+        "metadata": metadata(rng, name, Some(namespace)),
+        "spec": spec,
+    });
+    (object, pod)
+}
+
+/// Gatekeeper's documented `expand-deployments` and its CronJob template
+/// in a few shapes, now and then a malformed one.
+fn expansion_template(rng: &mut Rng, name: &str) -> Value {
+    let workloads = [
+        ("apps", "Deployment"),
+        ("apps", "ReplicaSet"),
+        ("apps", "StatefulSet"),
+        ("apps", "DaemonSet"),
+        ("batch", "Job"),
+    ];
+    let apply = |entries: &[(&str, &str)]| -> Value {
+        entries
+            .iter()
+            .map(|(group, kind)| json!({"groups": [group], "versions": ["v1"], "kinds": [kind]}))
+            .collect()
+    };
+    let pod = json!({"group": "", "version": "v1", "kind": "Pod"});
+    let (apply_to, source, generated) = match rng.below(10) {
+        0..=3 => (apply(&workloads), "spec.template", pod),
+        4 => (
+            // One entry naming them all.
+            json!([{"groups": ["apps", "batch"], "versions": ["v1"],
+                    "kinds": ["Deployment", "StatefulSet", "Job"]}]),
+            "spec.template",
+            pod,
+        ),
+        5 => {
+            let some = [*rng.pick(&workloads), *rng.pick(&workloads)];
+            (apply(&some), "spec.template", pod)
+        }
+        6..=8 => (
+            apply(&[("batch", "CronJob")]),
+            "spec.jobTemplate",
+            json!({"group": "batch", "version": "v1", "kind": "Job"}),
+        ),
+        _ => (
+            apply(&[("batch", "CronJob")]),
+            "spec.jobTemplate.spec.template",
+            pod,
+        ),
+    };
+    let mut spec =
+        json!({"applyTo": apply_to, "templateSource": source, "generatedGVK": generated});
+    if rng.chance(10) {
+        set(&mut spec, "enforcementAction", json!("warn"));
+    }
+    let version = *rng.pick(&["v1beta1", "v1beta1", "v1alpha1"]);
+    let mut template = json!({
+        "apiVersion": format!("expansion.gatekeeper.sh/{version}"),
+        "kind": "ExpansionTemplate",
+        "metadata": {"name": name},
+        "spec": spec,
+    });
+    if rng.chance(12) {
+        malformed(rng, &mut template);
+    }
+    template
+}
+
+/// Breaks a template the way a hand-written one may be broken.
+fn malformed(rng: &mut Rng, template: &mut Value) {
+    let Some(spec) = template.get_mut("spec") else {
+        return;
+    };
+    match rng.below(9) {
+        0 => set(spec, "templateSource", json!("")),
+        1 => set(spec, "generatedGVK", json!({})),
+        2 => set(spec, "applyTo", json!([])),
+        // Generates a kind it expands.
+        3 => set(
+            spec,
+            "applyTo",
+            json!([{"groups": [""], "versions": ["v1"], "kinds": ["Pod"]}]),
+        ),
+        // Expands the Pods into Deployments: a cycle with a Pod template.
+        4 => {
+            set(
+                spec,
+                "applyTo",
+                json!([{"groups": [""], "versions": ["v1"], "kinds": ["Pod"]}]),
+            );
+            set(spec, "templateSource", json!("spec"));
+            set(
+                spec,
+                "generatedGVK",
+                json!({"group": "apps", "version": "v1", "kind": "Deployment"}),
+            );
+        }
+        5 => set(spec, "templateSource", json!("spec.nothing")),
+        6 => set(
+            spec,
+            "generatedGVK",
+            json!({"version": "v1", "kind": "Pod"}),
+        ),
+        // A misspelt optional field.
+        7 => set(spec, "enforcmentAction", json!("warn")),
+        _ => set(
+            template,
+            "metadata",
+            json!({"name": "a-template-whose-name-is-far-too-long-for-gatekeeper-to-take-it"}),
+        ),
+    }
+}
+
 // === mutators ===
 
 /// A target kind: how mutators name it and where its pod spec is.
@@ -546,7 +788,7 @@ fn selector(rng: &mut Rng, key: &str, values: &[&str]) -> Value {
 
 fn assign(rng: &mut Rng, mode: Mode, target: &Target, object: &Value) -> Map<String, Value> {
     let (location, value) = match mode {
-        Mode::Normal => normal_assign(rng, target),
+        Mode::Normal | Mode::Expansion => normal_assign(rng, target),
         Mode::Wild => {
             let location = walk(rng, object, false);
             (location, wild_value(rng, 2))
@@ -742,7 +984,7 @@ fn modify_set(rng: &mut Rng, mode: Mode, target: &Target, object: &Value) -> Map
             walk(rng, object, true),
             vec![wild_value(rng, 1), wild_value(rng, 0)],
         ),
-        (Mode::Normal, Some(spec)) => match rng.below(16) {
+        (Mode::Normal | Mode::Expansion, Some(spec)) => match rng.below(16) {
             0..=4 => (
                 format!("{spec}.{}.args", containers(rng)),
                 vec![json!("--verbose"), json!("--port=8080")],
@@ -757,7 +999,7 @@ fn modify_set(rng: &mut Rng, mode: Mode, target: &Target, object: &Value) -> Map
                 vec![json!("example.com/keep")],
             ),
         },
-        (Mode::Normal, None) => match target.kind {
+        (Mode::Normal | Mode::Expansion, None) => match target.kind {
             "Widget" => (
                 "spec.tags".into(),
                 vec![

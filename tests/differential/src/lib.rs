@@ -11,6 +11,7 @@
 pub mod case;
 pub mod classes;
 pub mod compare;
+pub mod expansion;
 pub mod generate;
 pub mod oracle;
 pub mod run;

@@ -27,7 +27,7 @@ struct Args {
     #[arg(long, default_value_t = 10_000)]
     cases: usize,
     /// Modes to run (repeat, or separate with commas).
-    #[arg(long, value_enum, value_delimiter = ',', default_values_t = [Mode::Normal, Mode::Wild])]
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = [Mode::Normal, Mode::Wild, Mode::Expansion])]
     mode: Vec<Mode>,
     /// Undocumented findings to minimize and print as reproducers.
     #[arg(long, default_value_t = 5)]

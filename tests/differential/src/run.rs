@@ -73,18 +73,32 @@ impl Finding {
                 format!("outcome on {object}: sartor {sartor}, Gatekeeper {gatekeeper}")
             }
             Difference::Object { paths } => {
-                let places: Vec<String> = paths
-                    .iter()
-                    .map(|p| {
-                        p.split('/')
-                            .map(|s| if s.parse::<usize>().is_ok() { "*" } else { s })
-                            .collect::<Vec<_>>()
-                            .join("/")
-                    })
-                    .collect();
-                format!("object {object} at {}", places.join(" "))
+                format!("object {object} at {}", places(paths))
             }
             Difference::Conflicts { .. } => "schema conflicts".to_string(),
+            Difference::TemplateAcceptance {
+                sartor, gatekeeper, ..
+            } => {
+                let (side, why) = match (sartor, gatekeeper) {
+                    (Some(why), _) => ("sartor refuses", why.as_str()),
+                    (_, Some(why)) => ("Gatekeeper refuses", why.as_str()),
+                    _ => ("", ""),
+                };
+                let why: String = why.chars().take(70).collect();
+                format!("{side} ExpansionTemplate: {why}")
+            }
+            Difference::Expansion { sartor, gatekeeper } => {
+                let word = |s: &str| s.split(' ').next().unwrap_or("").to_string();
+                format!(
+                    "expansion of {object}: sartor {}, Gatekeeper {}",
+                    word(sartor),
+                    word(gatekeeper)
+                )
+            }
+            Difference::Generated { resource, paths } => {
+                let kind = resource.split(' ').nth(1).unwrap_or("");
+                format!("generated {kind} from {object} at {}", places(paths))
+            }
         }
     }
 
@@ -92,6 +106,20 @@ impl Finding {
     fn signature(&self) -> (Option<&'static str>, String) {
         (self.class, self.cause())
     }
+}
+
+/// JSON pointers with list positions left out (`/spec/containers/*/image`).
+fn places(paths: &[String]) -> String {
+    let places: Vec<String> = paths
+        .iter()
+        .map(|p| {
+            p.split('/')
+                .map(|s| if s.parse::<usize>().is_ok() { "*" } else { s })
+                .collect::<Vec<_>>()
+                .join("/")
+        })
+        .collect();
+    places.join(" ")
 }
 
 /// What a run found.
@@ -167,10 +195,15 @@ pub fn check(oracle: &mut Oracle, cases: &[Case]) -> Result<Vec<Vec<Finding>>, O
                     .map(|difference| finding(case, difference, &s, g)),
             );
         } else {
-            let both = case.retain_mutators(|index, _| {
-                s.mutators.get(index).is_some_and(|v| v.accepted)
-                    && g.mutators.get(index).is_some_and(|v| v.accepted)
-            });
+            let both = case
+                .retain_mutators(|index, _| {
+                    s.mutators.get(index).is_some_and(|v| v.accepted)
+                        && g.mutators.get(index).is_some_and(|v| v.accepted)
+                })
+                .retain_templates(|index, _| {
+                    s.templates.get(index).is_some_and(|v| v.used())
+                        && g.templates.get(index).is_some_and(|v| v.used())
+                });
             residual.push((i, both));
         }
         findings.push(found);
@@ -255,6 +288,9 @@ fn smaller(case: &Case) -> Vec<Case> {
         if case.mutators.len() > 1 {
             out.push(case.retain_mutators(|j, _| j != i));
         }
+    }
+    for i in 0..case.templates.len() {
+        out.push(case.retain_templates(|j, _| j != i));
     }
     // The Namespace stays: both sides need it for a namespaced object.
     for smaller_object in without_each(

@@ -1,7 +1,8 @@
 //! sartor's side of a case: what `sartor serve` does with mutator files and
 //! an admission request, through the same calls (the loader's
 //! `parse_mutator`, `Mutator::compile`, `System::upsert`, the webhook's
-//! skips, `System::mutate`).
+//! skips, `System::mutate`), then, for a case with templates, what
+//! `sartor mutate --expand` does ([`crate::expansion`]).
 
 use std::collections::HashMap;
 
@@ -56,27 +57,38 @@ pub fn answer(case: &Case) -> Answer {
         .iter()
         .map(|id| id.name.clone())
         .collect();
-    Answer {
-        mutators: verdicts,
-        conflicts,
-        outcome: outcome(&system, case),
-    }
-}
-
-fn outcome(system: &System, case: &Case) -> Outcome {
-    let Ok(operation) = case.operation.parse::<Operation>() else {
-        return Outcome::Skipped {
-            skipped: format!("operation {} is not mutated", case.operation),
-        };
-    };
+    let operation = case.operation.parse::<Operation>().ok();
     let namespaces: HashMap<String, Value> = case
         .namespace
         .iter()
         .map(|ns| (name_of(ns).to_string(), ns.clone()))
         .collect();
+    let mut answer = Answer {
+        mutators: verdicts,
+        conflicts,
+        outcome: outcome(&system, case, operation, &namespaces),
+        templates: Vec::new(),
+        generated: None,
+        expand_error: None,
+    };
+    crate::expansion::expand(case, &system, operation, &namespaces, &mut answer);
+    answer
+}
+
+fn outcome(
+    system: &System,
+    case: &Case,
+    operation: Option<Operation>,
+    namespaces: &HashMap<String, Value>,
+) -> Outcome {
+    let Some(operation) = operation else {
+        return Outcome::Skipped {
+            skipped: format!("operation {} is not mutated", case.operation),
+        };
+    };
     let admission = Admission::new(&case.object)
         .operation(operation)
-        .namespaces(&namespaces)
+        .namespaces(namespaces)
         .username(&case.username);
     match system.mutate(&admission) {
         Ok(mutation) => match mutation.object {
@@ -127,5 +139,28 @@ mod tests {
                 "{mode:?}: {accepted} accepted, {refused} refused"
             );
         }
+    }
+
+    /// Expansion cases are worth running only if most generate resources,
+    /// mutated often, and some templates are refused.
+    #[test]
+    fn expansion_cases_generate_and_refuse() {
+        let (mut generated, mut mutated, mut failed, mut refused) = (0, 0, 0, 0);
+        for case in cases(5, Mode::Expansion, 1_000) {
+            let answer = answer(&case);
+            refused += answer.templates.iter().filter(|t| !t.accepted).count();
+            failed += usize::from(answer.expand_error.is_some());
+            if let Some(list) = &answer.generated {
+                generated += usize::from(!list.is_empty());
+                mutated += usize::from(list.iter().any(|g| g.outcome == "mutated"));
+            }
+        }
+        eprintln!("generated {generated}, mutated {mutated}, failed {failed}, refused {refused}");
+        assert!(generated > 400, "{generated} cases generate something");
+        assert!(mutated > 200, "{mutated} cases mutate a generated resource");
+        assert!(
+            failed > 10 && refused > 50,
+            "failed {failed}, refused {refused}"
+        );
     }
 }

@@ -220,7 +220,7 @@ fn differential_pass(_: &Tools) -> Result<(), String> {
         .map_or(2, |d| d.as_secs());
     let mut report = Report::default();
     for seed in [1, random] {
-        for mode in [Mode::Normal, Mode::Wild] {
+        for mode in [Mode::Normal, Mode::Wild, Mode::Expansion] {
             pass(
                 &mut oracle,
                 seed,
