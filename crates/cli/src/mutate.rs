@@ -447,7 +447,8 @@ pub(crate) fn mutate_one(
 }
 
 /// What `mutated` (the mutated `document`) generates, each resource mutated
-/// as `source: Generated` in the parent's namespace.
+/// as `source: Generated` in the parent's namespace, admitted by no
+/// operation (as Gatekeeper's expansion mutates it).
 pub(crate) fn expand_one(
     expander: &Expander,
     system: &sartor_engine::System,
@@ -458,7 +459,7 @@ pub(crate) fn expand_one(
     let namespace = Admission::new(mutated).namespace;
     let mut mutate = |generated: &mut Value| {
         let admission = Admission::new(generated)
-            .operation(offline.operation)
+            .without_operation()
             .source(Source::Generated)
             .namespace(namespace)
             .namespaces(offline.namespaces)

@@ -62,6 +62,12 @@ spec:
   parameters: {assign: {value: Always}}
 ";
 
+/// PULL for every operation: what expansion generates is admitted by no
+/// operation, which only such a mutator matches (as in Gatekeeper).
+fn pull_every_operation() -> String {
+    PULL.replace(", operations: [CREATE]", "")
+}
+
 const PROD_ONLY: &str = "apiVersion: mutations.sartor.dev/v1
 kind: AssignMetadata
 metadata: {name: tier}
@@ -947,12 +953,23 @@ spec:
     spec:
       containers: [{name: app, image: nginx}]
 ";
+    // Generated objects are admitted by no operation, as in Gatekeeper:
+    // a mutator of CREATE alone leaves them alone.
+    let create_only = "apiVersion: mutations.gatekeeper.sh/v1
+kind: Assign
+metadata: {name: pin-node}
+spec:
+  applyTo: [{groups: [\"\"], versions: [v1], kinds: [Pod], operations: [CREATE]}]
+  location: spec.nodeName
+  parameters: {assign: {value: node-1}}
+";
     let dir = scratch(
         "expand",
         &[
             ("repo/template.yaml", template),
-            ("repo/pull.yaml", PULL),
+            ("repo/pull.yaml", &pull_every_operation()),
             ("repo/reviewed.yaml", original_only),
+            ("repo/create-only.yaml", create_only),
             ("repo/web.yaml", deployment),
         ],
     );
@@ -995,6 +1012,8 @@ spec:
         template.replace("  templateSource: \"spec.template\"\n", ""),
     )
     .unwrap();
+    // (PULL for CREATE alone again, as lint's breaks-update asks.)
+    std::fs::write(dir.join("repo/pull.yaml"), PULL).unwrap();
     let (code, _, stderr) = sartor(&dir, &["lint", "repo"], "");
     assert_eq!(
         (code, stderr.as_str()),
@@ -1032,7 +1051,13 @@ spec:
           restartPolicy: Never
           containers: [{name: run, image: report:1}]
 ";
-    let dir = scratch("cronjob", &[("pull.yaml", PULL), ("cronjob.yaml", cronjob)]);
+    let dir = scratch(
+        "cronjob",
+        &[
+            ("pull.yaml", &pull_every_operation()),
+            ("cronjob.yaml", cronjob),
+        ],
+    );
     let (code, stdout, stderr) = sartor(
         &dir,
         &["mutate", "--expand", "pull.yaml", "cronjob.yaml"],

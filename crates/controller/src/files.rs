@@ -65,6 +65,13 @@ pub fn compile(loaded: Loaded) -> Compiled {
     for mutator in loaded.mutators {
         match Mutator::compile(&mutator.object) {
             Ok(mutator_compiled) => {
+                // sartor's API previews generated objects as created.
+                let group = mutator.api_version.split_once('/').map(|(group, _)| group);
+                let mutator_compiled = if group == Some(sartor_api::GROUP) {
+                    mutator_compiled.generated_as_created()
+                } else {
+                    mutator_compiled
+                };
                 compiled
                     .origins
                     .push((mutator_compiled.id().clone(), mutator.origin));

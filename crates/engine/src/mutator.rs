@@ -47,6 +47,7 @@ pub struct Mutator {
     matcher: Matcher,
     conditions: Vec<CompiledCondition>,
     action: Action,
+    generated_as_created: bool,
 }
 
 /// Which kinds and operations a mutator applies to.
@@ -439,7 +440,29 @@ impl Mutator {
             matcher: parts.matcher,
             conditions,
             action: parts.action,
+            generated_as_created: false,
         })
+    }
+
+    /// The same mutator, matching what expansion generates as the CREATE a
+    /// controller will make of it: sartor's API (`mutations.sartor.dev`), so
+    /// that a Pod mutator limited to CREATE shows in `sartor mutate
+    /// --expand`. Without it (Gatekeeper's API) a generated object is
+    /// admitted by no operation, as in Gatekeeper: only mutators of every
+    /// operation match it.
+    #[must_use]
+    pub fn generated_as_created(self) -> Mutator {
+        Mutator {
+            generated_as_created: true,
+            ..self
+        }
+    }
+
+    /// The operation this mutator sees an admission by `operation` as:
+    /// `None` (a generated object) is a CREATE for
+    /// [`Mutator::generated_as_created`].
+    pub(crate) fn operation_for(&self, operation: Option<Operation>) -> Option<Operation> {
+        operation.or(self.generated_as_created.then_some(Operation::Create))
     }
 
     /// Its kind and name.
@@ -510,7 +533,10 @@ impl Mutator {
         gvk: &Gvk,
         request: &Request<'_>,
     ) -> Result<bool, MatchError> {
-        if !self.applies.allows(gvk, request.operation) {
+        if !self
+            .applies
+            .allows(gvk, self.operation_for(request.operation))
+        {
             return Ok(false);
         }
         self.matches_in_scope(object, gvk, request)
@@ -658,11 +684,12 @@ impl Mutator {
 // === impl Applies ===
 
 impl Applies {
-    /// Whether an object of kind `gvk` is in scope for `operation`.
-    pub fn allows(&self, gvk: &Gvk, operation: Operation) -> bool {
+    /// Whether an object of kind `gvk` is in scope for `operation` (`None`:
+    /// a generated object, in scope only where every operation is).
+    pub fn allows(&self, gvk: &Gvk, operation: Option<Operation>) -> bool {
         match self {
             Applies::Everything => true,
-            Applies::Kinds(kinds) => kinds.get(gvk).is_some_and(|ops| ops.contains(operation)),
+            Applies::Kinds(kinds) => kinds.get(gvk).is_some_and(|ops| ops.admits(operation)),
         }
     }
 
@@ -738,6 +765,15 @@ impl Operations {
         Operations {
             create: self.create || other.create,
             update: self.update || other.update,
+        }
+    }
+
+    /// Whether an admission by `operation` is in the set; one by no
+    /// operation (a generated object) only when every operation is.
+    pub fn admits(self, operation: Option<Operation>) -> bool {
+        match operation {
+            Some(operation) => self.contains(operation),
+            None => self == Operations::ALL,
         }
     }
 

@@ -31,8 +31,10 @@ pub struct Admission<'a> {
     pub object: &'a Value,
     /// The object's kind, read once from `object` by [`Admission::new`].
     pub gvk: Gvk,
-    /// CREATE or UPDATE.
-    pub operation: Operation,
+    /// CREATE or UPDATE; `None` for an object no operation admits (what
+    /// expansion generates), which only mutators applying on every
+    /// operation match, as in Gatekeeper.
+    pub operation: Option<Operation>,
     /// Original (the default) or Generated.
     pub source: Source,
     /// The namespace it is admitted in: the admission request's (an object
@@ -69,8 +71,9 @@ pub struct NoNamespaces;
 /// Everything about one admission that matching needs besides the object.
 #[derive(Debug, Clone, Copy)]
 pub struct Request<'a> {
-    /// CREATE or UPDATE.
-    pub operation: Operation,
+    /// CREATE or UPDATE; `None` for a generated object
+    /// ([`Admission::operation`](Admission)).
+    pub operation: Option<Operation>,
     /// Original (the default) or Generated.
     pub source: Source,
     /// The namespace the object lives in, from the admission request (an
@@ -152,7 +155,7 @@ impl<'a> Admission<'a> {
         Admission {
             object,
             gvk,
-            operation: Operation::Create,
+            operation: Some(Operation::Create),
             source: Source::Original,
             namespace,
             namespaces: &NoNamespaces,
@@ -165,7 +168,22 @@ impl<'a> Admission<'a> {
     /// The same admission for `operation`.
     #[must_use]
     pub fn operation(self, operation: Operation) -> Admission<'a> {
-        Admission { operation, ..self }
+        Admission {
+            operation: Some(operation),
+            ..self
+        }
+    }
+
+    /// The same object, admitted by no operation: what expansion generates.
+    /// Gatekeeper mutates generated resources with an empty operation, which
+    /// only mutators whose `applyTo` allows every operation match
+    /// (`MutationApplyTo.MatchesOperation`); so does sartor.
+    #[must_use]
+    pub fn without_operation(self) -> Admission<'a> {
+        Admission {
+            operation: None,
+            ..self
+        }
     }
 
     /// The same admission of an object of `source`.
@@ -241,7 +259,7 @@ impl<'a> Request<'a> {
     /// A CREATE of an original object in `namespace`, with no Namespace object.
     pub fn create(namespace: Option<&'a str>) -> Request<'a> {
         Request {
-            operation: Operation::Create,
+            operation: Some(Operation::Create),
             source: Source::Original,
             namespace,
             namespace_object: None,

@@ -614,12 +614,14 @@ impl System {
 
     /// The mutators that may apply to `gvk` on `operation`, in order,
     /// conflicting ones left out.
-    fn candidates(&self, gvk: &Gvk, operation: Operation) -> Vec<&Candidate> {
+    fn candidates(&self, gvk: &Gvk, operation: Option<Operation>) -> Vec<&Candidate> {
         let index = self.by_gvk.get(gvk).unwrap_or(&self.everywhere);
         index
             .iter()
             .filter(|(id, candidate)| {
-                candidate.operations.contains(operation)
+                candidate
+                    .operations
+                    .admits(candidate.mutator.operation_for(operation))
                     && (self.conflicted.is_empty() || !self.conflicted.contains(*id))
             })
             .map(|(_, candidate)| candidate)
@@ -729,7 +731,7 @@ fn shared_bindings(a: &Applies, b: &Applies) -> Option<Vec<Binding>> {
             .collect(),
         (Applies::Kinds(_), Applies::Kinds(_)) => a
             .bindings()
-            .filter(|(gvk, op)| b.allows(gvk, *op))
+            .filter(|(gvk, op)| b.allows(gvk, Some(*op)))
             .map(|(gvk, op)| (gvk.clone(), op))
             .collect(),
     };

@@ -73,11 +73,6 @@ pub const CLASSES: &[Class] = &[
         recognises: unknown_fields,
     },
     Class {
-        id: "generated-operation",
-        title: "a generated resource is mutated on no operation by Gatekeeper (only mutators applying to CREATE and UPDATE alike touch it); sartor mutates it on the parent's",
-        recognises: generated_operation,
-    },
-    Class {
         id: "template-duplicate-edge",
         title: "an ExpansionTemplate naming a kind twice that another template generates: Gatekeeper refuses it (\"edge already exists\") yet keeps using it, and misses a cycle it closes; sartor uses it, or refuses the cycle",
         recognises: template_duplicate_edge,
@@ -275,35 +270,6 @@ fn owner_reference_uid(_: &Case, difference: &Difference, _: &Answer, _: &Answer
             .and_then(|rest| rest.strip_suffix("/uid"))
             .is_some_and(|i| i.parse::<usize>().is_ok())
     }))
-}
-
-/// A generated resource, and a mutator whose `applyTo` names operations
-/// that leave out CREATE or UPDATE (Gatekeeper's `MatchesOperation` on an
-/// empty operation wants both, or none named, or `*`).
-fn generated_operation(
-    case: &Case,
-    difference: &Difference,
-    _: &Answer,
-    gatekeeper: &Answer,
-) -> bool {
-    let partial = |entry: &Value| {
-        entry
-            .get("operations")
-            .and_then(Value::as_array)
-            .is_some_and(|ops| {
-                let has = |op: &str| ops.iter().any(|o| o.as_str() == Some(op));
-                let all = ops.is_empty() || has("*") || (has("CREATE") && has("UPDATE"));
-                !all
-            })
-    };
-    matches!(
-        difference,
-        Difference::Generated { .. } | Difference::Expansion { .. }
-    ) && accepted(case, gatekeeper).any(|m| {
-        m.pointer("/spec/applyTo")
-            .and_then(Value::as_array)
-            .is_some_and(|entries| entries.iter().any(partial))
-    })
 }
 
 fn template_duplicate_edge(_: &Case, _: &Difference, _: &Answer, gatekeeper: &Answer) -> bool {

@@ -2,7 +2,7 @@
 //! --no-builtin-templates` does with the case's ExpansionTemplates (the
 //! loader's `parse_expansion_template`, `Template::compile`, `Expander::new`,
 //! and `expand_one`'s mutation of each generated resource as
-//! `source: Generated`, in the parent's namespace, on the case's operation).
+//! `source: Generated`, in the parent's namespace, admitted by no operation).
 //!
 //! One liberty: on a cycle `sartor mutate` refuses the whole set (a load
 //! error); here the templates of the cycle are refused (stage `cycle`) and
@@ -37,13 +37,13 @@ pub fn expand(
         // operation but CREATE and UPDATE.
         Outcome::Error { .. } | Outcome::Skipped { .. } => return,
     };
-    let Some(operation) = operation else {
+    if operation.is_none() {
         return;
-    };
+    }
     let namespace = Admission::new(parent).namespace;
     let mut mutate = |generated: &mut Value| {
         let admission = Admission::new(generated)
-            .operation(operation)
+            .without_operation()
             .source(sartor_engine::Source::Generated)
             .namespace(namespace)
             .namespaces(namespaces)

@@ -584,11 +584,16 @@ fn malformed(rng: &mut Rng, template: &mut Value) {
         ),
         // A misspelt optional field.
         7 => set(spec, "enforcmentAction", json!("warn")),
-        _ => set(
-            template,
-            "metadata",
-            json!({"name": "a-template-whose-name-is-far-too-long-for-gatekeeper-to-take-it"}),
-        ),
+        // Too long for a Kubernetes name (253), yet unique: two objects
+        // of one kind never share a name in a cluster.
+        _ => {
+            let name = template
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or("t");
+            let long = format!("{name}-{}", "x".repeat(254));
+            set(template, "metadata", json!({ "name": long }));
+        }
     }
 }
 

@@ -369,8 +369,13 @@ fn without_each(value: &Value, keep: &[&str]) -> Vec<Value> {
 /// `tests/differential/reproducers/` where the test suite pins both sides.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Reproducer {
-    /// The class id, or `undocumented`.
+    /// The class id, or `undocumented`; [`Reproducer::AGREED`] for a case
+    /// both sides agree on.
     pub class: String,
+    /// Of an agreed case: documented classes it still shows beside the
+    /// agreement it pins (e.g. `owner-reference-uid` on every expansion).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub besides: Vec<String>,
     /// What differs, in one line.
     pub difference: String,
     /// The case.
@@ -393,6 +398,7 @@ impl Reproducer {
         let sartor = sartor::answer(&case);
         Ok(Reproducer {
             class: finding.class.unwrap_or("undocumented").to_string(),
+            besides: Vec::new(),
             difference: finding.difference.to_string(),
             case,
             gatekeeper: without_stored(gatekeeper),
@@ -417,6 +423,7 @@ impl Reproducer {
         let sartor = sartor::answer(&case);
         Ok(Reproducer {
             class: Reproducer::AGREED.to_string(),
+            besides: Vec::new(),
             difference: "both sides agree".to_string(),
             case,
             gatekeeper: without_stored(gatekeeper),

@@ -37,7 +37,13 @@ pub fn answer(case: &Case) -> Answer {
             Ok(parsed) => match Mutator::compile(&parsed) {
                 Err(error) => refused("compile", error.to_string()),
                 Ok(mutator) => {
-                    system.upsert(mutator);
+                    // As the file loader does (controller/src/files.rs).
+                    let sartor_api = sartor_api::api_group(object) == Some(sartor_api::GROUP);
+                    system.upsert(if sartor_api {
+                        mutator.generated_as_created()
+                    } else {
+                        mutator
+                    });
                     Verdict {
                         name: name.clone(),
                         kind: kind.clone(),

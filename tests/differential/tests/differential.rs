@@ -151,7 +151,11 @@ fn reproducers_pin_both_sides(_: &Tools) -> Result<(), String> {
             .map_err(|e| e.to_string())?;
         let classes: BTreeSet<&str> = found.iter().flatten().filter_map(|f| f.class).collect();
         let agreed = recorded.class == Reproducer::AGREED;
-        if agreed && found.iter().any(|f| !f.is_empty()) {
+        let unexpected = found.iter().flatten().any(|f| {
+            !f.class
+                .is_some_and(|class| recorded.besides.iter().any(|b| b == class))
+        });
+        if agreed && unexpected {
             failures.push(format!(
                 "{name}: recorded as agreed, the sides now differ: {found:?}"
             ));

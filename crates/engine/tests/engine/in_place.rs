@@ -22,8 +22,12 @@ pub fn mutate_in_place(
     request: &Request<'_>,
 ) -> Result<Mutation, MutateError> {
     let namespaces = Given(request.namespace_object);
-    let admission = Admission::new(object)
-        .operation(request.operation)
+    let admission = Admission::new(object);
+    let admission = match request.operation {
+        Some(operation) => admission.operation(operation),
+        None => admission.without_operation(),
+    };
+    let admission = admission
         .source(request.source)
         .namespace(request.namespace)
         .namespaces(&namespaces)

@@ -40,7 +40,7 @@ fn apply_to_needs_kind_and_operation_in_one_entry() {
     let deployment = object("Deployment", Some("default"), "web", json!({}));
     let create = Request::create(Some("default"));
     let update = Request {
-        operation: Operation::Update,
+        operation: Some(Operation::Update),
         ..create
     };
     assert_eq!(matches("{}", &deployment, &create), Ok(true));
@@ -50,6 +50,42 @@ fn apply_to_needs_kind_and_operation_in_one_entry() {
     assert_eq!(matches("{}", &secret, &create), Ok(false));
     let other_version = json!({"apiVersion": "apps/v1beta1", "kind": "Deployment"});
     assert_eq!(matches("{}", &other_version, &create), Ok(false));
+}
+
+/// What expansion generates is admitted by no operation: Gatekeeper's
+/// `MatchesOperation("")` takes only mutators that apply on every
+/// operation (found by tests/differential, reproducer generated-operation).
+#[test]
+fn no_operation_matches_only_mutators_of_every_operation() {
+    let generated = Request {
+        operation: None,
+        source: Source::Generated,
+        ..Request::create(Some("default"))
+    };
+    let deployment = object("Deployment", Some("default"), "web", json!({}));
+    assert_eq!(matches("{}", &deployment, &generated), Ok(false));
+    assert_eq!(matches("{}", &pod_in("default"), &generated), Ok(true));
+    // sartor's API sees it as the CREATE a controller will make of it.
+    let yaml = "apiVersion: mutations.sartor.dev/v1\nkind: Assign\nmetadata: {name: a}\n\
+         spec:\n  applyTo: [{groups: [apps], versions: [v1], kinds: [Deployment], operations: [CREATE]}]\n  \
+         location: spec.marked\n  parameters: {assign: {value: true}}\n";
+    let mut created = sartor_engine::System::new();
+    for mutator in system(yaml).mutators() {
+        created.upsert(mutator.as_ref().clone().generated_as_created());
+    }
+    let changed = |system: &sartor_engine::System| {
+        mutate(system, &deployment, &generated).map(|(_, m)| m.changed())
+    };
+    assert_eq!(changed(&system(yaml)), Ok(false));
+    assert_eq!(changed(&created), Ok(true));
+    let update = Request {
+        operation: Some(Operation::Update),
+        ..generated
+    };
+    assert_eq!(
+        mutate(&created, &deployment, &update).map(|(_, m)| m.changed()),
+        Ok(false)
+    );
 }
 
 #[test]
