@@ -1346,12 +1346,14 @@ fn lint_says_where_gatekeeper_would_differ() {
     let errors = [
         "error: F: document 8: Assign low-priority: spec.parameters.pathTests[0]: missing field `condition`",
         "error: F: document 10: Assign dns-policy: spec.parameters.assignIf: unknown field `assignIf`, expected one of `pathTests`, `assign`, `conditions`",
+        "error: F: document 11: Assign any-scope: spec.match.scope: unknown variant `Global`, expected one of `*`, `Cluster`, `Namespaced`",
         "error: F: document 7: Assign run-as-user: spec.parameters.pathTests: pathTest subPath \"spec.securityContext.runAsUser\" is marked MustExist but its parent \"spec.securityContext\" is marked MustNotExist",
         "error: F: document 9: Assign team-scheduler: spec.match.labelSelector: invalid label selector requirement on key \"team\" (In): for 'in', 'notin' operators, values set can't be empty",
     ];
     let notes = [
         "info: F: document 8: Assign low-priority: pathtest-without-condition: Gatekeeper v3.23.1 would accept spec.parameters.pathTests[0] without a condition, and the mutator would never apply; sartor refuses it",
         "info: F: document 10: Assign dns-policy: unknown-fields: with Gatekeeper v3.23.1, the API server would prune spec.parameters.assignIf (not in the CRD) unless the object is applied with strict field validation, and the mutator would work without it; sartor refuses it, as kubectl apply's default (strict) field validation does",
+        "info: F: document 11: Assign any-scope: match-scope: Gatekeeper v3.23.1 would accept match.scope \"Global\" and read it as \"*\" (cluster-scoped and namespaced objects alike); sartor refuses it",
         "info: F: document 7: Assign run-as-user: pathtests-child-first: Gatekeeper v3.23.1 would accept these pathTests, since MustExist on spec.securityContext.runAsUser is listed before MustNotExist on its parent spec.securityContext (it compares positions in the list), and the mutator would never apply; sartor refuses it",
         "info: F: document 9: Assign team-scheduler: malformed-selector: Gatekeeper v3.23.1 would accept this match.labelSelector (In on key \"team\" without values) and then fail every admission of an object it is asked to match with a match error; sartor refuses it",
     ];

@@ -68,6 +68,11 @@ pub const CLASSES: &[Class] = &[
         recognises: malformed_selector,
     },
     Class {
+        id: "match-scope",
+        title: "a match.scope other than *, Cluster and Namespaced: Gatekeeper accepts it and reads it as *; sartor refuses it",
+        recognises: match_scope,
+    },
+    Class {
         id: "unknown-fields",
         title: "unknown fields: the API server drops them for Gatekeeper; sartor refuses a file that has them",
         recognises: unknown_fields,
@@ -246,6 +251,10 @@ fn malformed_selector(_: &Case, difference: &Difference, _: &Answer, _: &Answer)
 /// `DefaultUnstructuredConverter`).
 /// For templates, also the cycle Gatekeeper sees through one that sartor
 /// refuses for an unknown field.
+fn match_scope(_: &Case, difference: &Difference, _: &Answer, _: &Answer) -> bool {
+    refused_by_sartor(difference).is_some_and(|(_, why)| why.contains("spec.match.scope"))
+}
+
 fn unknown_fields(_: &Case, difference: &Difference, sartor: &Answer, gatekeeper: &Answer) -> bool {
     let template = matches!(difference, Difference::TemplateAcceptance { .. })
         && sartor.templates.iter().any(|t| {

@@ -331,7 +331,7 @@ fn widget(rng: &mut Rng, namespace: &str) -> Value {
 }
 
 fn policy_object(rng: &mut Rng, namespace: &str) -> Value {
-    match rng.below(4) {
+    match rng.below(8) {
         0 => json!({
             "apiVersion": "constraints.gatekeeper.sh/v1beta1",
             "kind": "K8sRequiredLabels",
@@ -350,6 +350,25 @@ fn policy_object(rng: &mut Rng, namespace: &str) -> Value {
             "metadata": {"name": "other", "labels": {"app": "web"}},
             "spec": {"applyTo": [{"groups": [""], "versions": ["v1"], "kinds": ["Pod"]}],
                      "location": "spec.dnsPolicy", "parameters": {"assign": {"value": "None"}}},
+        }),
+        // Gatekeeper groups its webhook does not protect (a fixed list).
+        4 => json!({
+            "apiVersion": "syncset.gatekeeper.sh/v1alpha1",
+            "kind": "SyncSet",
+            "metadata": metadata(rng, "pods", None),
+            "spec": {"gvks": [{"group": "", "version": "v1", "kind": "Pod"}]},
+        }),
+        5 => json!({
+            "apiVersion": "status.gatekeeper.sh/v1beta1",
+            "kind": "MutatorPodStatus",
+            "metadata": metadata(rng, "pod-1-assign", Some("gatekeeper-system")),
+            "status": {"id": "pod-1", "enforced": true},
+        }),
+        6 => json!({
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "MutatingAdmissionPolicy",
+            "metadata": metadata(rng, "policy", None),
+            "spec": {"failurePolicy": "Fail"},
         }),
         _ => json!({
             "apiVersion": "admissionregistration.k8s.io/v1",
@@ -698,11 +717,20 @@ fn apply_to(rng: &mut Rng, target: &Target) -> Value {
         set(&mut entry, "versions", json!(["v1beta1"]));
     }
     if rng.chance(10) {
-        set(
-            &mut entry,
-            "operations",
-            json!([*rng.pick(&["CREATE", "UPDATE", "*"])]),
-        );
+        let operations = match rng.below(4) {
+            0 => json!(["CREATE", "UPDATE"]),
+            _ => json!([*rng.pick(&["CREATE", "UPDATE", "*"])]),
+        };
+        set(&mut entry, "operations", operations);
+    }
+    if rng.chance(10) {
+        let other = rng.pick(&TARGETS);
+        let second = json!({
+            "groups": [other.group],
+            "versions": [other.version],
+            "kinds": [other.kind],
+        });
+        return json!([entry, second]);
     }
     json!([entry])
 }
@@ -728,7 +756,15 @@ fn match_block(rng: &mut Rng, target: &Target) -> Value {
     if rng.chance(20) {
         m.insert(
             "scope".into(),
-            json!(*rng.pick(&["*", "Namespaced", "Cluster"])),
+            json!(*rng.pick(&[
+                "*",
+                "Namespaced",
+                "Cluster",
+                "*",
+                "Namespaced",
+                "Cluster",
+                "Global"
+            ])),
         );
     }
     if rng.chance(20) {

@@ -72,11 +72,14 @@ pub enum Class {
     MalformedSelector,
     /// Fields the CRD does not have: the API server prunes them.
     UnknownFields,
+    /// A `match.scope` other than `*`, `Cluster` and `Namespaced`: Gatekeeper
+    /// reads it as `*`.
+    MatchScope,
 }
 
 impl Class {
     /// Every class, in order.
-    pub const ALL: [Class; 8] = [
+    pub const ALL: [Class; 9] = [
         Class::GlobAliasing,
         Class::NumberTypes,
         Class::BigIntegers,
@@ -85,6 +88,7 @@ impl Class {
         Class::PathTestWithoutCondition,
         Class::MalformedSelector,
         Class::UnknownFields,
+        Class::MatchScope,
     ];
 
     /// Its name in reports: `glob-aliasing`, `number-types`, ...
@@ -98,6 +102,7 @@ impl Class {
             Class::PathTestWithoutCondition => "pathtest-without-condition",
             Class::MalformedSelector => "malformed-selector",
             Class::UnknownFields => "unknown-fields",
+            Class::MatchScope => "match-scope",
         }
     }
 
@@ -113,7 +118,8 @@ impl Class {
             Class::PathTestsChildFirst
             | Class::PathTestWithoutCondition
             | Class::MalformedSelector
-            | Class::UnknownFields => Severity::Info,
+            | Class::UnknownFields
+            | Class::MatchScope => Severity::Info,
         }
     }
 }
@@ -497,7 +503,8 @@ fn lenient(document: &Value, refusal: &Refusal) -> Option<(Class, String, Value)
     match refusal {
         Refusal::Parse(Invalid::Field { path, .. }) => unknown_fields(document)
             .or_else(|| without_condition(document, path))
-            .or_else(|| unknown_operator(document, path)),
+            .or_else(|| unknown_operator(document, path))
+            .or_else(|| unknown_scope(document, path)),
         Refusal::Compile(
             object,
             Problem::PathTests(PathTestError::ChildOfMissing { child, parent }),
@@ -693,6 +700,25 @@ fn unknown_operator(document: &Value, at: &str) -> Option<(Class, String, Value)
         }
     }
     None
+}
+
+/// A `match.scope` that is none of `*`, `Cluster` and `Namespaced`, where the
+/// error is: Gatekeeper's CRD takes any string and its matcher reads one it
+/// does not know as `*` (found by tests/differential).
+fn unknown_scope(document: &Value, at: &str) -> Option<(Class, String, Value)> {
+    let scope = document.pointer("/spec/match/scope")?.as_str()?;
+    if at != "spec.match.scope" || ["*", "Cluster", "Namespaced"].contains(&scope) {
+        return None;
+    }
+    let mut repaired = document.clone();
+    remove(&mut repaired, &["spec", "match", "scope"]);
+    Some((
+        Class::MatchScope,
+        format!(
+            "Gatekeeper {GATEKEEPER_VERSION} would accept match.scope {scope:?} and read it as \"*\" (cluster-scoped and namespaced objects alike); sartor refuses it"
+        ),
+        repaired,
+    ))
 }
 
 /// Removes the field at `path` (object keys) from `value`, if it is there.
