@@ -12,7 +12,7 @@ mod assign_image;
 mod assign_metadata;
 mod modify_set;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use sartor_api::{ApplyTo, MutatorKind, MutatorObject, OperationPattern, ValueOperator};
@@ -47,6 +47,10 @@ pub struct Mutator {
     matcher: Matcher,
     conditions: Vec<CompiledCondition>,
     action: Action,
+    /// The kinds one `applyTo` entry alone allows on every operation: what a
+    /// generated object, admitted by no operation, needs (Gatekeeper checks
+    /// each entry on its own; [`Applies`] merges them).
+    whole_kinds: BTreeSet<Gvk>,
     generated_as_created: bool,
 }
 
@@ -440,6 +444,7 @@ impl Mutator {
             matcher: parts.matcher,
             conditions,
             action: parts.action,
+            whole_kinds: parts.whole_kinds,
             generated_as_created: false,
         })
     }
@@ -458,11 +463,15 @@ impl Mutator {
         }
     }
 
-    /// The operation this mutator sees an admission by `operation` as:
-    /// `None` (a generated object) is a CREATE for
-    /// [`Mutator::generated_as_created`].
-    pub(crate) fn operation_for(&self, operation: Option<Operation>) -> Option<Operation> {
-        operation.or(self.generated_as_created.then_some(Operation::Create))
+    /// Whether its `applyTo` takes an object of `gvk` admitted by
+    /// `operation`. `None` (a generated object) is a CREATE for
+    /// [`Mutator::generated_as_created`], and otherwise, as in Gatekeeper,
+    /// needs one `applyTo` entry that allows every operation.
+    pub(crate) fn applies_to(&self, gvk: &Gvk, operation: Option<Operation>) -> bool {
+        match operation.or(self.generated_as_created.then_some(Operation::Create)) {
+            Some(operation) => self.applies.allows(gvk, operation),
+            None => matches!(self.applies, Applies::Everything) || self.whole_kinds.contains(gvk),
+        }
     }
 
     /// Its kind and name.
@@ -533,10 +542,7 @@ impl Mutator {
         gvk: &Gvk,
         request: &Request<'_>,
     ) -> Result<bool, MatchError> {
-        if !self
-            .applies
-            .allows(gvk, self.operation_for(request.operation))
-        {
+        if !self.applies_to(gvk, request.operation) {
             return Ok(false);
         }
         self.matches_in_scope(object, gvk, request)
@@ -684,13 +690,32 @@ impl Mutator {
 // === impl Applies ===
 
 impl Applies {
-    /// Whether an object of kind `gvk` is in scope for `operation` (`None`:
-    /// a generated object, in scope only where every operation is).
-    pub fn allows(&self, gvk: &Gvk, operation: Option<Operation>) -> bool {
+    /// Whether an object of kind `gvk` is in scope for `operation`.
+    pub fn allows(&self, gvk: &Gvk, operation: Operation) -> bool {
         match self {
             Applies::Everything => true,
-            Applies::Kinds(kinds) => kinds.get(gvk).is_some_and(|ops| ops.admits(operation)),
+            Applies::Kinds(kinds) => kinds.get(gvk).is_some_and(|ops| ops.contains(operation)),
         }
+    }
+
+    /// The kinds one entry of `apply_to` alone allows on every operation
+    /// (entries that do not compile are left out: [`Applies::compile`]
+    /// refuses them).
+    fn whole_kinds(apply_to: &[ApplyTo]) -> BTreeSet<Gvk> {
+        let mut whole = BTreeSet::new();
+        for entry in apply_to {
+            if Operations::compile(&entry.operations) != Ok(Operations::ALL) {
+                continue;
+            }
+            for group in &entry.groups {
+                for version in &entry.versions {
+                    for kind in &entry.kinds {
+                        whole.insert(Gvk::new(group, version, kind));
+                    }
+                }
+            }
+        }
+        whole
     }
 
     /// Every (kind, operation) pair, in order; empty for [`Applies::Everything`].
@@ -768,15 +793,6 @@ impl Operations {
         }
     }
 
-    /// Whether an admission by `operation` is in the set; one by no
-    /// operation (a generated object) only when every operation is.
-    pub fn admits(self, operation: Option<Operation>) -> bool {
-        match operation {
-            Some(operation) => self.contains(operation),
-            None => self == Operations::ALL,
-        }
-    }
-
     /// Whether `operation` is in the set.
     pub fn contains(self, operation: Operation) -> bool {
         match operation {
@@ -814,6 +830,8 @@ struct Parts {
     location: Path,
     tests: PathTests,
     applies: Applies,
+    /// The kinds one `applyTo` entry alone allows on every operation.
+    whole_kinds: BTreeSet<Gvk>,
     matcher: Matcher,
     action: Action,
 }
@@ -892,11 +910,13 @@ fn finish(
 ) -> Result<Parts, Problem> {
     let tests = compile_tests(&location, path_tests)?;
     let applies = Applies::compile(apply_to)?;
+    let whole_kinds = Applies::whole_kinds(apply_to);
     let matcher = Matcher::compile(criteria).map_err(Problem::Match)?;
     Ok(Parts {
         location,
         tests,
         applies,
+        whole_kinds,
         matcher,
         action,
     })

@@ -619,10 +619,11 @@ impl System {
         index
             .iter()
             .filter(|(id, candidate)| {
-                candidate
-                    .operations
-                    .admits(candidate.mutator.operation_for(operation))
-                    && (self.conflicted.is_empty() || !self.conflicted.contains(*id))
+                let applies = match operation {
+                    Some(operation) => candidate.operations.contains(operation),
+                    None => candidate.mutator.applies_to(gvk, None),
+                };
+                applies && (self.conflicted.is_empty() || !self.conflicted.contains(*id))
             })
             .map(|(_, candidate)| candidate)
             .collect()
@@ -731,7 +732,7 @@ fn shared_bindings(a: &Applies, b: &Applies) -> Option<Vec<Binding>> {
             .collect(),
         (Applies::Kinds(_), Applies::Kinds(_)) => a
             .bindings()
-            .filter(|(gvk, op)| b.allows(gvk, Some(*op)))
+            .filter(|(gvk, op)| b.allows(gvk, *op))
             .map(|(gvk, op)| (gvk.clone(), op))
             .collect(),
     };

@@ -724,12 +724,25 @@ fn apply_to(rng: &mut Rng, target: &Target) -> Value {
         set(&mut entry, "operations", operations);
     }
     if rng.chance(10) {
-        let other = rng.pick(&TARGETS);
-        let second = json!({
+        // Another kind, or the same one on other operations (Gatekeeper
+        // checks each entry on its own).
+        let other = if rng.chance(50) {
+            target
+        } else {
+            rng.pick(&TARGETS)
+        };
+        let mut second = json!({
             "groups": [other.group],
             "versions": [other.version],
             "kinds": [other.kind],
         });
+        if rng.chance(50) {
+            set(
+                &mut second,
+                "operations",
+                json!([*rng.pick(&["CREATE", "UPDATE"])]),
+            );
+        }
         return json!([entry, second]);
     }
     json!([entry])

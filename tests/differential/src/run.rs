@@ -441,7 +441,7 @@ pub fn without_stored(mut answer: Answer) -> Answer {
     answer
 }
 
-/// Runs `count` cases of `seed` in `mode`, `batch` at a time, into `report`;
+/// Runs `count` cases of `seed` in `mode`, a thousand at a time, into `report`;
 /// `progress` hears after each batch.
 ///
 /// # Errors

@@ -1,7 +1,8 @@
 //! sartor's side of a case: what `sartor serve` does with mutator files and
 //! an admission request, through the same calls (the loader's
 //! `parse_mutator`, `Mutator::compile`, `System::upsert`, the webhook's
-//! skips, `System::mutate`), then, for a case with templates, what
+//! operation skip, `System::mutate` with its protection of the policy
+//! system's objects), then, for a case with templates, what
 //! `sartor mutate --expand` does ([`crate::expansion`]).
 
 use std::collections::HashMap;

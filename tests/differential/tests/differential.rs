@@ -282,6 +282,14 @@ fn crd_step_agrees(plane: &mut ControlPlane) -> Result<(), String> {
         .collect();
     for case in &sample {
         let answer = oracle.answer(case).map_err(|e| e.to_string())?;
+        if answer.mutators.len() != case.mutators.len() {
+            return Err(format!(
+                "{}: the oracle judged {} of {} mutators",
+                case.id,
+                answer.mutators.len(),
+                case.mutators.len()
+            ));
+        }
         for (mutator, verdict) in case.mutators.iter().zip(&answer.mutators) {
             let created = plane.kubectl_with_input(
                 &["create", "--validate=false", "-o", "json", "-f", "-"],
@@ -301,9 +309,7 @@ fn crd_step_agrees(plane: &mut ControlPlane) -> Result<(), String> {
                         ));
                     }
                 }
-                (Err(error), None) => {
-                    let _ = error;
-                }
+                (Err(_), None) => {}
                 (Ok(_), None) => failures.push(format!(
                     "{mutator}: the API server accepts it, the oracle refuses it: {:?}",
                     verdict.error

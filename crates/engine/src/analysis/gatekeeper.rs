@@ -252,13 +252,10 @@ fn number_types(
     } else {
         return None;
     };
-    let twice = set
-        .spec
-        .parameters
-        .values
-        .from_list
-        .iter()
-        .find(|v| has_number(v) && elements.contains(v))?;
+    let twice =
+        set.spec.parameters.values.from_list.iter().find(|v| {
+            has_number(v) && elements.iter().any(|e| crate::condition::json_equal(e, v))
+        })?;
     Some(Difference {
         class: Class::NumberTypes,
         mutators: vec![fact.id().clone(), theirs.id().clone()],

@@ -56,6 +56,7 @@ pub(super) fn compile(spec: &AssignMetadataSpec) -> Result<Parts, Problem> {
         location,
         tests,
         applies: Applies::Everything,
+        whole_kinds: std::collections::BTreeSet::new(),
         matcher,
         action: Action::AssignMetadata(source),
     })

@@ -86,6 +86,15 @@ fn no_operation_matches_only_mutators_of_every_operation() {
         mutate(&created, &deployment, &update).map(|(_, m)| m.changed()),
         Ok(false)
     );
+    // Gatekeeper checks each applyTo entry on its own: CREATE in one and
+    // UPDATE in another is not every operation in one.
+    let split = "apiVersion: mutations.gatekeeper.sh/v1\nkind: Assign\nmetadata: {name: a}\n\
+         spec:\n  applyTo:\n  - {groups: [apps], versions: [v1], kinds: [Deployment], operations: [CREATE]}\n  \
+         - {groups: [apps], versions: [v1], kinds: [Deployment], operations: [UPDATE]}\n  \
+         location: spec.marked\n  parameters: {assign: {value: true}}\n";
+    assert_eq!(changed(&system(split)), Ok(false));
+    let whole = split.replace("operations: [UPDATE]", "operations: [CREATE, UPDATE]");
+    assert_eq!(changed(&system(&whole)), Ok(true));
 }
 
 #[test]
