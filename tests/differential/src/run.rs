@@ -387,53 +387,51 @@ pub struct Reproducer {
 }
 
 impl Reproducer {
+    /// The class of a case both sides agree on: a difference decided in
+    /// Gatekeeper's favour and fixed, pinned so that it stays fixed.
+    pub const AGREED: &'static str = "none";
+
     /// The reproducer of a finding; the answers are to the whole case.
     ///
     /// # Errors
     /// When the oracle fails.
     pub fn of(oracle: &mut Oracle, finding: &Finding) -> Result<Reproducer, OracleError> {
-        let mut case = finding.case.clone();
-        case.id = "reproducer".into();
-        let gatekeeper = oracle.answer(&case)?;
-        let sartor = sartor::answer(&case);
-        Ok(Reproducer {
-            class: finding.class.unwrap_or("undocumented").to_string(),
-            besides: Vec::new(),
-            difference: finding.difference.to_string(),
-            case,
-            gatekeeper: without_stored(gatekeeper),
-            sartor,
-        })
+        let class = finding.class.unwrap_or("undocumented");
+        Reproducer::answered(oracle, &finding.case, class, finding.difference.to_string())
     }
-}
-
-impl Reproducer {
-    /// The class of a case both sides agree on: a difference decided in
-    /// Gatekeeper's favour and fixed, pinned so that it stays fixed.
-    pub const AGREED: &'static str = "none";
 
     /// The reproducer of a case both sides agree on.
     ///
     /// # Errors
     /// When the oracle fails.
     pub fn agreed(oracle: &mut Oracle, case: &Case) -> Result<Reproducer, OracleError> {
+        Reproducer::answered(oracle, case, Reproducer::AGREED, "both sides agree".into())
+    }
+
+    /// Both sides' answers to `case`, as a reproducer of `class`.
+    fn answered(
+        oracle: &mut Oracle,
+        case: &Case,
+        class: &str,
+        difference: String,
+    ) -> Result<Reproducer, OracleError> {
         let mut case = case.clone();
         case.id = "reproducer".into();
-        let gatekeeper = oracle.answer(&case)?;
+        let gatekeeper = without_stored(oracle.answer(&case)?);
         let sartor = sartor::answer(&case);
         Ok(Reproducer {
-            class: Reproducer::AGREED.to_string(),
+            class: class.to_string(),
             besides: Vec::new(),
-            difference: "both sides agree".to_string(),
+            difference,
             case,
-            gatekeeper: without_stored(gatekeeper),
+            gatekeeper,
             sartor,
         })
     }
 }
 
-/// An answer without the stored mutators (long, and pinned by the CRD
-/// cross-check instead).
+/// An answer without the stored mutators: long, and what the API server
+/// would store is checked by the CRD trial on a generated sample instead.
 pub fn without_stored(mut answer: Answer) -> Answer {
     for verdict in &mut answer.mutators {
         verdict.stored = None;
