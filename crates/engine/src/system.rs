@@ -604,21 +604,26 @@ impl System {
     /// needs the object's Namespace (a `namespaceSelector`, a value from the
     /// Namespace): a caller that must fetch the Namespace asks this first.
     pub fn needs_namespace(&self, gvk: &Gvk, operation: Operation) -> bool {
-        let index = self.by_gvk.get(gvk).unwrap_or(&self.everywhere);
-        index.iter().any(|(id, candidate)| {
-            candidate.mutator.needs_namespace()
-                && candidate.operations.contains(operation)
-                && !self.conflicted.contains(id)
-        })
+        self.candidate_iter(gvk, Some(operation))
+            .any(|candidate| candidate.mutator.needs_namespace())
     }
 
     /// The mutators that may apply to `gvk` on `operation`, in order,
     /// conflicting ones left out.
     fn candidates(&self, gvk: &Gvk, operation: Option<Operation>) -> Vec<&Candidate> {
+        self.candidate_iter(gvk, operation).collect()
+    }
+
+    /// [`System::candidates`], lazily: the one filter both callers share.
+    fn candidate_iter<'s, 'g>(
+        &'s self,
+        gvk: &'g Gvk,
+        operation: Option<Operation>,
+    ) -> impl Iterator<Item = &'s Candidate> + use<'s, 'g> {
         let index = self.by_gvk.get(gvk).unwrap_or(&self.everywhere);
         index
             .iter()
-            .filter(|(id, candidate)| {
+            .filter(move |(id, candidate)| {
                 let applies = match operation {
                     Some(operation) => candidate.operations.contains(operation),
                     None => candidate.mutator.applies_to(gvk, None),
@@ -626,7 +631,6 @@ impl System {
                 applies && (self.conflicted.is_empty() || !self.conflicted.contains(*id))
             })
             .map(|(_, candidate)| candidate)
-            .collect()
     }
 
     /// Lists the mutators that changed the object, sorted, in the
