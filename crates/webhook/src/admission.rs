@@ -5,7 +5,6 @@
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
-use base64::Engine as _;
 use sartor_api::{
     GATEKEEPER_GROUP, GROUP, MutatorKind, Protection, Wildcard, json_type, parse_mutator, protected,
 };
@@ -543,8 +542,7 @@ impl Webhook {
             log_mutated!(tracing::Level::DEBUG);
         }
         let response = AdmissionResponse {
-            patch: Some(base64::engine::general_purpose::STANDARD.encode(patch)),
-            patch_type: Some("JSONPatch"),
+            patch: Some(patch),
             ..AdmissionResponse::allow(uid)
         };
         (response, Outcome::Mutated)

@@ -64,24 +64,18 @@ pub struct UserInfo {
 }
 
 /// The answer to one request, wrapped in a review by [`AdmissionResponse::to_review_json`].
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct AdmissionResponse {
     /// The request's uid.
     pub uid: String,
     /// Whether the request may go on.
     pub allowed: bool,
     /// Why, when denied (or when allowed after a mutation error).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub status: Option<Status>,
-    /// Base64 of the RFC 6902 JSON Patch, when the object changed.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub patch: Option<String>,
-    /// `JSONPatch` whenever `patch` is set.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub patch_type: Option<&'static str>,
+    /// The RFC 6902 JSON Patch, encoded, when the object changed: sent in
+    /// base64 with `patchType: JSONPatch`.
+    pub patch: Option<Vec<u8>>,
     /// Shown to the user by kubectl.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
 }
 
@@ -181,23 +175,55 @@ impl AdmissionResponse {
         }
     }
 
-    /// The review answering a request of `api_version`, encoded.
+    /// The review answering a request of `api_version`, encoded; fields
+    /// left unset are omitted.
+    ///
+    /// Written by hand rather than derived: the patch goes into the body in
+    /// base64 straight from its bytes, with no intermediate string for
+    /// serde to scan for characters to escape (base64 has none), which was
+    /// a tenth of a heavily mutated request's time.
     ///
     /// # Errors
     /// Only if serde_json fails to write to memory.
     pub fn to_review_json(&self, api_version: &str) -> Result<Vec<u8>, serde_json::Error> {
-        #[derive(Serialize)]
-        #[serde(rename_all = "camelCase")]
-        struct Review<'a> {
-            api_version: &'a str,
-            kind: &'static str,
-            response: &'a AdmissionResponse,
+        use base64::Engine as _;
+        let base64 = base64::engine::general_purpose::STANDARD;
+        let patch_len = self
+            .patch
+            .as_ref()
+            .and_then(|patch| base64::encoded_len(patch.len(), true))
+            .unwrap_or(0);
+        let mut out = Vec::with_capacity(160 + self.uid.len() + patch_len);
+        out.extend_from_slice(b"{\"apiVersion\":");
+        serde_json::to_writer(&mut out, api_version)?;
+        out.extend_from_slice(b",\"kind\":\"AdmissionReview\",\"response\":{\"uid\":");
+        serde_json::to_writer(&mut out, &self.uid)?;
+        out.extend_from_slice(if self.allowed {
+            b",\"allowed\":true"
+        } else {
+            b",\"allowed\":false"
+        });
+        if let Some(status) = &self.status {
+            out.extend_from_slice(b",\"status\":");
+            serde_json::to_writer(&mut out, status)?;
         }
-        serde_json::to_vec(&Review {
-            api_version,
-            kind: "AdmissionReview",
-            response: self,
-        })
+        if let Some(patch) = &self.patch {
+            out.extend_from_slice(b",\"patch\":\"");
+            let start = out.len();
+            out.resize(start + patch_len, 0);
+            if let Some(encoded) = out.get_mut(start..) {
+                // The buffer is exactly the encoded length: this cannot fail.
+                let written = base64.encode_slice(patch, encoded).unwrap_or(0);
+                out.truncate(start + written);
+            }
+            out.extend_from_slice(b"\",\"patchType\":\"JSONPatch\"");
+        }
+        if !self.warnings.is_empty() {
+            out.extend_from_slice(b",\"warnings\":");
+            serde_json::to_writer(&mut out, &self.warnings)?;
+        }
+        out.extend_from_slice(b"}}");
+        Ok(out)
     }
 }
 
@@ -260,6 +286,24 @@ mod tests {
                 "kind": "AdmissionReview",
                 "response": {"uid": "u1", "allowed": true},
             })
+        );
+    }
+
+    #[test]
+    fn response_carries_every_field_set() {
+        let response = AdmissionResponse {
+            patch: Some(br#"[{"op":"add","path":"/a","value":"\u00e9"}]"#.to_vec()),
+            warnings: vec!["w \"1\"".to_string()],
+            status: Some(Status {
+                code: 500,
+                message: "m\n".to_string(),
+            }),
+            ..AdmissionResponse::allow("u\"1")
+        };
+        assert_eq!(
+            String::from_utf8(response.to_review_json("admission.k8s.io/v1beta1").unwrap())
+                .unwrap(),
+            r#"{"apiVersion":"admission.k8s.io/v1beta1","kind":"AdmissionReview","response":{"uid":"u\"1","allowed":true,"status":{"code":500,"message":"m\n"},"patch":"W3sib3AiOiJhZGQiLCJwYXRoIjoiL2EiLCJ2YWx1ZSI6Ilx1MDBlOSJ9XQ==","patchType":"JSONPatch","warnings":["w \"1\""]}}"#
         );
     }
 }
