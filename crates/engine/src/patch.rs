@@ -10,20 +10,26 @@
 //! order, and the parts left out are equal. Every test of the engine that
 //! mutates checks this (`tests/engine/in_place.rs`).
 
-use std::collections::BTreeMap;
+use std::iter::Peekable;
 
 use json_patch::jsonptr::PointerBuf;
 use json_patch::{Patch, PatchOperation};
 use serde_json::Value;
 
-use crate::system::{Change, MUTATIONS_ANNOTATION, Step};
+use crate::system::{Change, Key, MUTATIONS_ANNOTATION, Step};
 
-/// The fields changes were made under, as a tree: a leaf is diffed whole.
+/// The places changes were made under, as a tree: a leaf is diffed whole.
 #[derive(Debug, Default)]
 struct Touched<'a> {
     /// Diff everything below this point.
     whole: bool,
-    fields: BTreeMap<&'a str, Touched<'a>>,
+    /// The object fields changed under, sorted by name (few: a sorted
+    /// list costs less to build than a map).
+    fields: Vec<(&'a str, Touched<'a>)>,
+    /// The list elements changed under, by key field and key. A list with
+    /// an element added, replaced or removed (a change ending at the
+    /// element) or visited without a usable key is diffed whole instead.
+    elements: Vec<(&'a str, Key<'a>, Touched<'a>)>,
 }
 
 /// The patch from `admitted` to `mutated`, given every change made between them.
@@ -38,7 +44,7 @@ pub(crate) fn between(admitted: &Value, mutated: &Value, changes: &[Change]) -> 
         .and_then(|a| a.get(MUTATIONS_ANNOTATION))
         .is_some();
     if annotated {
-        touched.insert_fields(&["metadata", "annotations"]);
+        touched.insert([Step::Field("metadata"), Step::Field("annotations")].into_iter());
     }
     let mut patch = Patch::default();
     let mut pointer = PointerBuf::new();
@@ -50,66 +56,148 @@ pub(crate) fn between(admitted: &Value, mutated: &Value, changes: &[Change]) -> 
 
 impl<'a> Touched<'a> {
     fn insert(&mut self, steps: impl Iterator<Item = Step<'a>>) {
-        let mut at = self;
-        for step in steps {
-            if at.whole {
-                return;
-            }
-            match step {
-                Step::Field(name) => at = at.fields.entry(name).or_default(),
-                Step::Element(..) => break,
-            }
-        }
-        at.whole = true;
-        at.fields.clear();
+        self.insert_steps(&mut steps.peekable());
     }
 
-    fn insert_fields(&mut self, fields: &[&'a str]) {
-        let mut at = self;
-        for field in fields {
-            if at.whole {
-                return;
-            }
-            at = at.fields.entry(field).or_default();
+    fn insert_steps<I: Iterator<Item = Step<'a>>>(&mut self, steps: &mut Peekable<I>) {
+        if self.whole {
+            return;
         }
-        at.whole = true;
-        at.fields.clear();
+        let Some(step) = steps.next() else {
+            return self.make_whole();
+        };
+        let last = steps.peek().is_none();
+        match step {
+            Step::Field(name) if self.elements.is_empty() => {
+                // Changes by one mutator share its location's names: compare
+                // the pointers first.
+                let found = self
+                    .fields
+                    .binary_search_by(|(field, _)| match std::ptr::eq(*field, name) {
+                        true => std::cmp::Ordering::Equal,
+                        false => (*field).cmp(name),
+                    });
+                match found.map(|index| self.fields.get_mut(index)) {
+                    Ok(Some((_, touched))) => touched.insert_steps(steps),
+                    Ok(None) => {}
+                    Err(index) => {
+                        let mut touched = Touched::default();
+                        touched.insert_steps(steps);
+                        self.fields.insert(index, (name, touched));
+                    }
+                }
+            }
+            Step::Element(field, key) if !last && key != Key::Open && self.fields.is_empty() => {
+                match self
+                    .elements
+                    .iter_mut()
+                    .find(|(f, k, _)| *f == field && *k == key)
+                {
+                    Some((_, _, touched)) => touched.insert_steps(steps),
+                    None => {
+                        let mut touched = Touched::default();
+                        touched.insert_steps(steps);
+                        self.elements.push((field, key, touched));
+                    }
+                }
+            }
+            // The element itself changed, or this place is reached both as
+            // an object and as a list.
+            _ => self.make_whole(),
+        }
+    }
+
+    fn make_whole(&mut self) {
+        self.whole = true;
+        self.fields.clear();
+        self.elements.clear();
     }
 
     fn diff(&self, left: &Value, right: &Value, pointer: &mut PointerBuf, patch: &mut Patch) {
-        let (Value::Object(left), Value::Object(right), false) = (left, right, self.whole) else {
-            if left != right {
-                diff_below(left, right, pointer, patch);
+        match (left, right) {
+            (Value::Object(left), Value::Object(right)) if !self.whole => {
+                // Touched fields in key order, which is the right object's
+                // order (as json_patch): added or changed ones first...
+                for (key, touched) in &self.fields {
+                    let Some(right_value) = right.get(*key) else {
+                        continue;
+                    };
+                    pointer.push_back(*key);
+                    match left.get(*key) {
+                        Some(left_value) => touched.diff(left_value, right_value, pointer, patch),
+                        None => patch.0.push(PatchOperation::Add(json_patch::AddOperation {
+                            path: pointer.clone(),
+                            value: right_value.clone(),
+                        })),
+                    }
+                    pointer.pop_back();
+                }
+                // ...then removed ones, in the left object's order.
+                for (key, _) in &self.fields {
+                    if left.contains_key(*key) && !right.contains_key(*key) {
+                        pointer.push_back(*key);
+                        patch
+                            .0
+                            .push(PatchOperation::Remove(json_patch::RemoveOperation {
+                                path: pointer.clone(),
+                            }));
+                        pointer.pop_back();
+                    }
+                }
             }
-            return;
+            (Value::Array(left), Value::Array(right)) if !self.whole => {
+                match self.element_indexes(left, right) {
+                    // Elements kept their places: json_patch diffs a list
+                    // index by index, and only these may differ.
+                    Some(mut indexes) => {
+                        indexes.sort_unstable_by_key(|(index, _)| *index);
+                        for (index, touched) in indexes {
+                            if let (Some(l), Some(r)) = (left.get(index), right.get(index)) {
+                                pointer.push_back(index);
+                                touched.diff(l, r, pointer, patch);
+                                pointer.pop_back();
+                            }
+                        }
+                    }
+                    None => diff_lists(left, right, pointer, patch),
+                }
+            }
+            _ if left != right => diff_below(left, right, pointer, patch),
+            _ => {}
+        }
+    }
+
+    /// Where each touched element is, when it is at the same index in both
+    /// lists and is the only element with its key in each, and the lists
+    /// are as long: then no element was added, removed or moved. `None`
+    /// otherwise (a change renamed an element, or created it).
+    fn element_indexes<'t>(
+        &'t self,
+        left: &[Value],
+        right: &[Value],
+    ) -> Option<Vec<(usize, &'t Touched<'a>)>> {
+        if left.len() != right.len() {
+            return None;
+        }
+        let only = |list: &[Value], field: &str, key: Key<'_>| -> Option<usize> {
+            let mut found = None;
+            for (index, element) in list.iter().enumerate() {
+                if element.get(field).is_some_and(|value| key.equals(value)) {
+                    if found.is_some() {
+                        return None;
+                    }
+                    found = Some(index);
+                }
+            }
+            found
         };
-        // Added or changed keys, in the right object's order (as json_patch).
-        for (key, right_value) in right.iter() {
-            let Some(touched) = self.fields.get(key.as_str()) else {
-                continue;
-            };
-            pointer.push_back(key.as_str());
-            match left.get(key) {
-                Some(left_value) => touched.diff(left_value, right_value, pointer, patch),
-                None => patch.0.push(PatchOperation::Add(json_patch::AddOperation {
-                    path: pointer.clone(),
-                    value: right_value.clone(),
-                })),
-            }
-            pointer.pop_back();
-        }
-        // Removed keys, in the left object's order.
-        for key in left.keys() {
-            if self.fields.contains_key(key.as_str()) && !right.contains_key(key) {
-                pointer.push_back(key.as_str());
-                patch
-                    .0
-                    .push(PatchOperation::Remove(json_patch::RemoveOperation {
-                        path: pointer.clone(),
-                    }));
-                pointer.pop_back();
-            }
-        }
+        self.elements
+            .iter()
+            .map(|(field, key, touched)| {
+                let index = only(left, field, *key)?;
+                (only(right, field, *key)? == index).then_some((index, touched))
+            })
+            .collect()
     }
 }
 
@@ -143,34 +231,7 @@ fn diff_below(left: &Value, right: &Value, pointer: &mut PointerBuf, patch: &mut
                 }
             }
         }
-        (Value::Array(left), Value::Array(right)) => {
-            // Element by element; extra elements are removed at the index
-            // they shift to, or added at the end.
-            let mut removed = 0usize;
-            for index in 0..left.len().max(right.len()) {
-                pointer.push_back(index - removed);
-                match (left.get(index), right.get(index)) {
-                    (Some(l), Some(r)) if l == r => {}
-                    (Some(l), Some(r)) => diff_below(l, r, pointer, patch),
-                    (Some(_), None) => {
-                        removed += 1;
-                        patch
-                            .0
-                            .push(PatchOperation::Remove(json_patch::RemoveOperation {
-                                path: pointer.clone(),
-                            }));
-                    }
-                    (None, Some(r)) => {
-                        patch.0.push(PatchOperation::Add(json_patch::AddOperation {
-                            path: pointer.clone(),
-                            value: r.clone(),
-                        }))
-                    }
-                    (None, None) => {}
-                }
-                pointer.pop_back();
-            }
-        }
+        (Value::Array(left), Value::Array(right)) => diff_lists(left, right, pointer, patch),
         _ if left == right => {}
         _ => patch
             .0
@@ -178,6 +239,36 @@ fn diff_below(left: &Value, right: &Value, pointer: &mut PointerBuf, patch: &mut
                 path: pointer.clone(),
                 value: right.clone(),
             })),
+    }
+}
+
+/// [`diff_below`] of two lists.
+fn diff_lists(left: &[Value], right: &[Value], pointer: &mut PointerBuf, patch: &mut Patch) {
+    // Element by element; extra elements are removed at the index
+    // they shift to, or added at the end.
+    let mut removed = 0usize;
+    for index in 0..left.len().max(right.len()) {
+        pointer.push_back(index - removed);
+        match (left.get(index), right.get(index)) {
+            (Some(l), Some(r)) if l == r => {}
+            (Some(l), Some(r)) => diff_below(l, r, pointer, patch),
+            (Some(_), None) => {
+                removed += 1;
+                patch
+                    .0
+                    .push(PatchOperation::Remove(json_patch::RemoveOperation {
+                        path: pointer.clone(),
+                    }));
+            }
+            (None, Some(r)) => {
+                patch.0.push(PatchOperation::Add(json_patch::AddOperation {
+                    path: pointer.clone(),
+                    value: r.clone(),
+                }))
+            }
+            (None, None) => {}
+        }
+        pointer.pop_back();
     }
 }
 
@@ -249,6 +340,69 @@ mod tests {
             diff_below(&left, &right, &mut PointerBuf::new(), &mut patch);
             proptest::prop_assert_eq!(patch, json_patch::diff(&left, &right));
         }
+    }
+
+    fn keyed_changes(paths: &[(&str, &[&str])]) -> Vec<Change> {
+        let id = std::sync::Arc::new(MutatorId::new(MutatorKind::Assign, "a"));
+        paths
+            .iter()
+            .map(|(p, keys)| {
+                let keys = keys
+                    .iter()
+                    .map(|k| sartor_location::KeyValue::String((*k).to_string()))
+                    .collect();
+                Change::new(1, id.clone(), Path::parse(p).unwrap().into(), keys)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn only_the_elements_changed_inside_are_diffed_when_none_moved() {
+        let container = |name: &str, image: &str, env: Value| {
+            json!({"name": name, "image": image, "env": env, "ports": [{"containerPort": 80}]})
+        };
+        let before = json!({"spec": {"containers": [
+            container("a", "a:1", json!([{"name": "X", "value": "1"}])),
+            container("b", "b:1", json!([])),
+            container("c", "c:1", json!([])),
+        ]}});
+        let after = json!({"spec": {"containers": [
+            container("a", "a:1", json!([{"name": "X", "value": "1"}, {"name": "Y", "value": "2"}])),
+            container("b", "b:1", json!([])),
+            container("c", "mirror/c:1", json!([])),
+        ]}});
+        let touched = keyed_changes(&[
+            ("spec.containers[name: *].image", &["c"]),
+            ("spec.containers[name: *].env[name: Y]", &["a"]),
+        ]);
+        let patch = between(&before, &after, &touched);
+        assert_eq!(patch, json_patch::diff(&before, &after));
+        assert_eq!(
+            serde_json::to_value(&patch).unwrap(),
+            json!([
+                {"op": "add", "path": "/spec/containers/0/env/1", "value": {"name": "Y", "value": "2"}},
+                {"op": "replace", "path": "/spec/containers/2/image", "value": "mirror/c:1"},
+            ])
+        );
+    }
+
+    #[test]
+    fn a_list_whose_elements_moved_or_share_a_key_is_diffed_whole() {
+        // Renamed: the key changed is not found in the admitted list.
+        let before = json!({"l": [{"name": "a", "v": 1}, {"name": "b", "v": 1}]});
+        let after = json!({"l": [{"name": "a", "v": 1}, {"name": "c", "v": 2}]});
+        let touched = keyed_changes(&[("l[name: *].name", &["c"]), ("l[name: *].v", &["c"])]);
+        assert_eq!(between(&before, &after, &touched), json_patch::diff(&before, &after));
+        // Two elements with the key changed.
+        let before = json!({"l": [{"name": "a", "v": 1}, {"name": "a", "v": 1}]});
+        let after = json!({"l": [{"name": "a", "v": 1}, {"name": "a", "v": 2}]});
+        let touched = keyed_changes(&[("l[name: *].v", &["a"])]);
+        assert_eq!(between(&before, &after, &touched), json_patch::diff(&before, &after));
+        // An element added: the change ends at it.
+        let before = json!({"l": [{"name": "a"}]});
+        let after = json!({"l": [{"name": "b"}, {"name": "a"}]});
+        let touched = keyed_changes(&[("l[name: b]", &[])]);
+        assert_eq!(between(&before, &after, &touched), json_patch::diff(&before, &after));
     }
 
     #[test]

@@ -145,6 +145,17 @@ pub(crate) enum Key<'a> {
     Open,
 }
 
+impl Key<'_> {
+    /// Whether an element's key field holding `value` has this key.
+    pub(crate) fn equals(self, value: &Value) -> bool {
+        match self {
+            Key::Integer(n) => value.as_i64() == Some(n),
+            Key::String(s) => value.as_str() == Some(s),
+            Key::Open => false,
+        }
+    }
+}
+
 /// Why an object could not be mutated; names the object.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{object}: {reason}")]
@@ -814,13 +825,20 @@ impl Mutation {
 
     /// The mutators that changed something, in the order they first did.
     pub fn applied(&self) -> Vec<&MutatorId> {
-        let mut applied: Vec<&MutatorId> = Vec::new();
+        let mut applied: Vec<&Arc<MutatorId>> = Vec::new();
         for change in &self.changes {
-            if !applied.iter().any(|id| **id == *change.mutator) {
-                applied.push(&change.mutator);
+            // A mutator's changes share its id and usually come together.
+            let seen = |id: &&Arc<MutatorId>| {
+                Arc::ptr_eq(id, &change.mutator) || ***id == *change.mutator
+            };
+            if applied.last().is_some_and(|id| Arc::ptr_eq(id, &change.mutator))
+                || applied.iter().any(seen)
+            {
+                continue;
             }
+            applied.push(&change.mutator);
         }
-        applied
+        applied.into_iter().map(|id| &**id).collect()
     }
 }
 

@@ -194,6 +194,10 @@ impl Changed {
         let mut current = Some(object);
         let mut keys = Vec::with_capacity(self.elements.len());
         for node in location.nodes() {
+            if keys.len() == self.elements.len() {
+                // Past the last glob or exclusion: nothing more to read.
+                break;
+            }
             match node {
                 Node::Field(name) => current = current.and_then(|v| v.get(name)),
                 Node::List(selector) if !selector.key_value.is_concrete() => {
