@@ -6,6 +6,7 @@
 use sartor_api::{
     Kinds, LabelSelector, Match, Scope, SelectorOperator, Source, SourcePattern, Wildcard,
 };
+use sartor_location::{Node, Path};
 use serde_json::{Map, Value};
 
 use crate::labels::{Selector, SelectorError};
@@ -124,6 +125,11 @@ impl Matcher {
             return Ok(false);
         }
         Ok(self.name_match(object) && self.source_match(request.source))
+    }
+
+    /// Whether it reads the object's labels (a labelSelector).
+    pub(crate) fn reads_labels(&self) -> bool {
+        self.label_selector.is_some()
     }
 
     /// Its `match.kinds`.
@@ -324,6 +330,33 @@ pub(crate) fn namespace_of<'a>(object: &'a Value, request: &Request<'a>) -> Opti
         .namespace
         .or_else(|| metadata_str(object, "namespace"))
         .filter(|ns| !ns.is_empty())
+}
+
+/// What a write may change of what match criteria read of an object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum MatchInput {
+    /// Nothing: outside `metadata`, or its annotations or other fields.
+    Untouched,
+    /// `metadata.labels`: read by labelSelectors.
+    Labels,
+    /// The name, generateName or namespace, or all of `metadata`: read by
+    /// name and namespace criteria.
+    Identity,
+}
+
+/// What a write at `location` may change of what match criteria read.
+pub(crate) fn input_written(location: &Path) -> MatchInput {
+    match location.nodes() {
+        [Node::Field(root), rest @ ..] if root == "metadata" => match rest.first() {
+            Some(Node::Field(field)) => match field.as_str() {
+                "labels" => MatchInput::Labels,
+                "name" | "generateName" | "namespace" => MatchInput::Identity,
+                _ => MatchInput::Untouched,
+            },
+            Some(Node::List(_)) | None => MatchInput::Identity,
+        },
+        _ => MatchInput::Untouched,
+    }
 }
 
 pub(crate) fn metadata_str<'a>(object: &'a Value, field: &str) -> Option<&'a str> {

@@ -23,7 +23,7 @@ use crate::condition::{ConditionConflict, may_write};
 use crate::conflict::Conflict;
 use crate::convergence::Convergence;
 use crate::external::{self, Asks, Resolution};
-use crate::matching::{MatchError, metadata_str};
+use crate::matching::{self, MatchError, MatchInput, metadata_str};
 use crate::mutator::{Applies, Mutator, MutatorId, Operations};
 use crate::patch;
 use crate::request::{Admission, Gvk, Operation, Request};
@@ -504,8 +504,10 @@ impl System {
         let mut object: Cow<'_, Value> = Cow::Borrowed(admitted);
         let mut convergence = Convergence::new(admitted);
         // Whether each candidate matched when last asked. `match` reads only
-        // the request and the object's metadata, so an answer holds until a
-        // change under `metadata`; value conditions are read every time.
+        // the request and the object's name, generateName, namespace and
+        // labels, so an answer holds until a change there (to the labels:
+        // only answers of labelSelectors); value conditions are read every
+        // time.
         let mut matched: Vec<Option<bool>> = vec![None; candidates.len()];
         let max_passes = self.mutators.len() + 1;
         for pass in 1..=max_passes {
@@ -541,8 +543,16 @@ impl System {
                     });
                 }
                 let new = mutation.changes.get(before..).unwrap_or_default();
-                if new.iter().any(Change::in_metadata) {
-                    matched.fill(None);
+                match new.iter().map(Change::match_input).max() {
+                    Some(MatchInput::Identity) => matched.fill(None),
+                    Some(MatchInput::Labels) => {
+                        for (slot, candidate) in matched.iter_mut().zip(&candidates) {
+                            if candidate.mutator.matcher().reads_labels() {
+                                *slot = None;
+                            }
+                        }
+                    }
+                    Some(MatchInput::Untouched) | None => {}
                 }
             }
             let changes = mutation.changes.get(first_change..).unwrap_or_default();
@@ -808,9 +818,9 @@ impl Change {
         })
     }
 
-    /// Whether it changed the object's `metadata`, which `match` reads.
-    fn in_metadata(&self) -> bool {
-        matches!(self.location.nodes().first(), Some(Node::Field(name)) if name == "metadata")
+    /// What it may have changed of what `match` reads.
+    fn match_input(&self) -> MatchInput {
+        matching::input_written(&self.location)
     }
 }
 
