@@ -71,12 +71,12 @@ impl<'a> Touched<'a> {
             Step::Field(name) if self.elements.is_empty() => {
                 // Changes by one mutator share its location's names: compare
                 // the pointers first.
-                let found = self
-                    .fields
-                    .binary_search_by(|(field, _)| match std::ptr::eq(*field, name) {
-                        true => std::cmp::Ordering::Equal,
-                        false => (*field).cmp(name),
-                    });
+                let found =
+                    self.fields
+                        .binary_search_by(|(field, _)| match std::ptr::eq(*field, name) {
+                            true => std::cmp::Ordering::Equal,
+                            false => (*field).cmp(name),
+                        });
                 match found.map(|index| self.fields.get_mut(index)) {
                     Ok(Some((_, touched))) => touched.insert_steps(steps),
                     Ok(None) => {}
@@ -260,12 +260,10 @@ fn diff_lists(left: &[Value], right: &[Value], pointer: &mut PointerBuf, patch: 
                         path: pointer.clone(),
                     }));
             }
-            (None, Some(r)) => {
-                patch.0.push(PatchOperation::Add(json_patch::AddOperation {
-                    path: pointer.clone(),
-                    value: r.clone(),
-                }))
-            }
+            (None, Some(r)) => patch.0.push(PatchOperation::Add(json_patch::AddOperation {
+                path: pointer.clone(),
+                value: r.clone(),
+            })),
             (None, None) => {}
         }
         pointer.pop_back();
@@ -358,9 +356,7 @@ mod tests {
 
     #[test]
     fn only_the_elements_changed_inside_are_diffed_when_none_moved() {
-        let container = |name: &str, image: &str, env: Value| {
-            json!({"name": name, "image": image, "env": env, "ports": [{"containerPort": 80}]})
-        };
+        let container = |name: &str, image: &str, env: Value| json!({"name": name, "image": image, "env": env, "ports": [{"containerPort": 80}]});
         let before = json!({"spec": {"containers": [
             container("a", "a:1", json!([{"name": "X", "value": "1"}])),
             container("b", "b:1", json!([])),
@@ -392,17 +388,26 @@ mod tests {
         let before = json!({"l": [{"name": "a", "v": 1}, {"name": "b", "v": 1}]});
         let after = json!({"l": [{"name": "a", "v": 1}, {"name": "c", "v": 2}]});
         let touched = keyed_changes(&[("l[name: *].name", &["c"]), ("l[name: *].v", &["c"])]);
-        assert_eq!(between(&before, &after, &touched), json_patch::diff(&before, &after));
+        assert_eq!(
+            between(&before, &after, &touched),
+            json_patch::diff(&before, &after)
+        );
         // Two elements with the key changed.
         let before = json!({"l": [{"name": "a", "v": 1}, {"name": "a", "v": 1}]});
         let after = json!({"l": [{"name": "a", "v": 1}, {"name": "a", "v": 2}]});
         let touched = keyed_changes(&[("l[name: *].v", &["a"])]);
-        assert_eq!(between(&before, &after, &touched), json_patch::diff(&before, &after));
+        assert_eq!(
+            between(&before, &after, &touched),
+            json_patch::diff(&before, &after)
+        );
         // An element added: the change ends at it.
         let before = json!({"l": [{"name": "a"}]});
         let after = json!({"l": [{"name": "b"}, {"name": "a"}]});
         let touched = keyed_changes(&[("l[name: b]", &[])]);
-        assert_eq!(between(&before, &after, &touched), json_patch::diff(&before, &after));
+        assert_eq!(
+            between(&before, &after, &touched),
+            json_patch::diff(&before, &after)
+        );
     }
 
     #[test]

@@ -838,10 +838,11 @@ impl Mutation {
         let mut applied: Vec<&Arc<MutatorId>> = Vec::new();
         for change in &self.changes {
             // A mutator's changes share its id and usually come together.
-            let seen = |id: &&Arc<MutatorId>| {
-                Arc::ptr_eq(id, &change.mutator) || ***id == *change.mutator
-            };
-            if applied.last().is_some_and(|id| Arc::ptr_eq(id, &change.mutator))
+            let seen =
+                |id: &&Arc<MutatorId>| Arc::ptr_eq(id, &change.mutator) || ***id == *change.mutator;
+            if applied
+                .last()
+                .is_some_and(|id| Arc::ptr_eq(id, &change.mutator))
                 || applied.iter().any(seen)
             {
                 continue;

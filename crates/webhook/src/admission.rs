@@ -18,7 +18,9 @@ use serde_json::Value;
 use crate::metrics::{Metrics, Outcome};
 use crate::namespaces::{Lookup, Namespaces};
 use crate::providers::{DEFAULT_PROVIDER_CACHE_TTL, Providers};
-use crate::review::{AdmissionRequest, AdmissionResponse, AdmissionReview, ReviewError};
+use crate::review::{
+    AdmissionRequest, AdmissionResponse, AdmissionReview, ReviewError, encode_patch,
+};
 
 /// What the server does with an object it could not mutate
 /// (`sartor serve --on-error`).
@@ -510,7 +512,7 @@ impl Webhook {
         if patch.0.is_empty() {
             return (AdmissionResponse::allow(uid), Outcome::Unchanged);
         }
-        let patch = match serde_json::to_vec(&patch) {
+        let patch = match encode_patch(&patch) {
             Ok(patch) => patch,
             Err(error) => return self.failed(uid, format!("encoding the patch: {error}")),
         };
