@@ -127,9 +127,11 @@ impl Matcher {
         Ok(self.name_match(object) && self.source_match(request.source))
     }
 
-    /// Whether it reads the object's labels (a labelSelector).
+    /// Whether it may read the object's labels: a labelSelector, or a
+    /// namespaceSelector (a Namespace is its own namespace: the selector
+    /// reads the object's labels).
     pub(crate) fn reads_labels(&self) -> bool {
-        self.label_selector.is_some()
+        self.label_selector.is_some() || self.namespace_selector.is_some()
     }
 
     /// Its `match.kinds`.

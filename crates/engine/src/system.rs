@@ -506,8 +506,8 @@ impl System {
         // Whether each candidate matched when last asked. `match` reads only
         // the request and the object's name, generateName, namespace and
         // labels, so an answer holds until a change there (to the labels:
-        // only answers of labelSelectors); value conditions are read every
-        // time.
+        // only answers of label and namespace selectors); value conditions
+        // are read every time.
         let mut matched: Vec<Option<bool>> = vec![None; candidates.len()];
         let max_passes = self.mutators.len() + 1;
         for pass in 1..=max_passes {

@@ -293,6 +293,29 @@ fn namespace_selectors_read_the_namespace_object() {
 }
 
 #[test]
+fn a_namespace_selector_sees_labels_a_mutator_gave_the_namespace() {
+    // A Namespace is its own namespace: the label added in pass 1 makes the
+    // Assign selecting it apply in pass 2 (differential reproducer
+    // namespace-labels-rematch).
+    let system = system(
+        "apiVersion: mutations.sartor.dev/v1\nkind: AssignMetadata\nmetadata: {name: b}\n\
+         spec: {location: metadata.labels.env, parameters: {assign: {value: prod}}}\n---\n\
+         apiVersion: mutations.sartor.dev/v1\nkind: Assign\nmetadata: {name: a-1}\n\
+         spec:\n  applyTo: [{groups: [\"\"], versions: [v1], kinds: [Namespace]}]\n  \
+         location: spec\n  match: {namespaceSelector: {matchExpressions: [{key: env, operator: Exists}]}}\n  \
+         parameters: {assign: {value: []}}\n",
+    );
+    let namespace = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "prod"}});
+    let (mutated, mutation) = mutate(&system, &namespace, &Request::create(None)).unwrap();
+    assert_eq!(
+        mutated,
+        json!({"apiVersion": "v1", "kind": "Namespace",
+               "metadata": {"name": "prod", "labels": {"env": "prod"}}, "spec": []})
+    );
+    assert_eq!(mutation.passes, 3);
+}
+
+#[test]
 fn source_selects_original_or_generated_objects() {
     let original = Request::create(Some("default"));
     let generated = Request {
