@@ -12,7 +12,7 @@
 # BINS="before=/path/to/sartor after=/other/sartor" compares binaries in one
 # run (each set runs once per binary, in turn; each binary's floor is its own);
 # by default the binary is built from this checkout. ROUNDS=N repeats the
-# whole cycle N times (default 1).
+# whole cycle N times (default 1) and adds the median of each binary and set.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../../.." && pwd)
@@ -61,3 +61,27 @@ echo "|---|---|---|---:|---:|---:|---:|"
 awk '$2 == "empty" {floor[$1 " " $3] = $4}
      {printf "| %s | %s | %s | %.0f | %.0f%% | %s | %s |\n", $1, $3, $2, $4,
              100 * $4 / floor[$1 " " $3], $5, $6}' "$work/results"
+# With several rounds, the median of each binary and set: a round's share of
+# its floor pairs two runs that minutes of a shared machine's noise apart can
+# move by a tenth.
+if [ "$rounds" -gt 1 ]; then
+    echo
+    echo "| binary | mutators | median requests/s | median share of its floor | shares | median p99 |"
+    echo "|---|---|---:|---:|---|---:|"
+    python3 - "$work/results" <<'PY'
+import statistics, sys
+rows = [line.split() for line in open(sys.argv[1])]
+floor = {(r[0], r[2]): float(r[3]) for r in rows if r[1] == "empty"}
+ms = lambda t: float(t[:-2]) if t.endswith("ms") else float(t[:-2]) / 1000
+seen = {}
+for r in rows:
+    seen.setdefault((r[2], r[1]), []).append(
+        (float(r[3]), 100 * float(r[3]) / floor[(r[0], r[2])], ms(r[5])))
+for (binary, mutators), runs in seen.items():
+    shares = ", ".join("%.0f%%" % share for _, share, _ in runs)
+    print("| %s | %s | %.0f | %.0f%% | %s | %.2f ms |" % (
+        binary, mutators, statistics.median(r for r, _, _ in runs),
+        statistics.median(s for _, s, _ in runs), shares,
+        statistics.median(p for _, _, p in runs)))
+PY
+fi
