@@ -69,10 +69,13 @@ if [ "$rounds" -gt 1 ]; then
     echo "| binary | mutators | median requests/s | median share of its floor | shares | median p99 |"
     echo "|---|---|---:|---:|---|---:|"
     python3 - "$work/results" <<'PY'
-import statistics, sys
+import re, statistics, sys
 rows = [line.split() for line in open(sys.argv[1])]
 floor = {(r[0], r[2]): float(r[3]) for r in rows if r[1] == "empty"}
-ms = lambda t: float(t[:-2]) if t.endswith("ms") else float(t[:-2]) / 1000
+UNITS = {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60000.0}
+def ms(text):  # wrk writes 612.00us, 1.30ms, 1.20s, 1.50m
+    number, unit = re.fullmatch(r"([0-9.]+)([a-z]+)", text).groups()
+    return float(number) * UNITS[unit]
 seen = {}
 for r in rows:
     seen.setdefault((r[2], r[1]), []).append(
