@@ -115,7 +115,11 @@ impl<'a> Touched<'a> {
 
     fn diff(&self, left: &Value, right: &Value, pointer: &mut PointerBuf, patch: &mut Patch) {
         match (left, right) {
-            (Value::Object(left), Value::Object(right)) if !self.whole => {
+            // A place touched as the other shape than it has (not reached
+            // by a walk, which makes such a place whole) is diffed whole.
+            (Value::Object(left), Value::Object(right))
+                if !self.whole && self.elements.is_empty() =>
+            {
                 // Touched fields in key order, which is the right object's
                 // order (as json_patch): added or changed ones first...
                 for (key, touched) in &self.fields {
@@ -145,12 +149,11 @@ impl<'a> Touched<'a> {
                     }
                 }
             }
-            (Value::Array(left), Value::Array(right)) if !self.whole => {
+            (Value::Array(left), Value::Array(right)) if !self.whole && self.fields.is_empty() => {
                 match self.element_indexes(left, right) {
                     // Elements kept their places: json_patch diffs a list
                     // index by index, and only these may differ.
-                    Some(mut indexes) => {
-                        indexes.sort_unstable_by_key(|(index, _)| *index);
+                    Some(indexes) => {
                         for (index, touched) in indexes {
                             if let (Some(l), Some(r)) = (left.get(index), right.get(index)) {
                                 pointer.push_back(index);
@@ -167,10 +170,11 @@ impl<'a> Touched<'a> {
         }
     }
 
-    /// Where each touched element is, when it is at the same index in both
-    /// lists and is the only element with its key in each, and the lists
-    /// are as long: then no element was added, removed or moved. `None`
-    /// otherwise (a change renamed an element, or created it).
+    /// Where each touched element is, in index order, when it is at the
+    /// same index in both lists and is the only element with its key in
+    /// each, no two selectors name one element, and the lists are as long:
+    /// then no element was added, removed or moved. `None` otherwise (a
+    /// change renamed an element, or created it).
     fn element_indexes<'t>(
         &'t self,
         left: &[Value],
@@ -191,13 +195,23 @@ impl<'a> Touched<'a> {
             }
             found
         };
-        self.elements
+        let mut indexes = self
+            .elements
             .iter()
             .map(|(field, key, touched)| {
                 let index = only(left, field, *key)?;
                 (only(right, field, *key)? == index).then_some((index, touched))
             })
-            .collect()
+            .collect::<Option<Vec<_>>>()?;
+        // Two selectors (on different key fields) of one element: whole.
+        indexes.sort_unstable_by_key(|(index, _)| *index);
+        if indexes
+            .windows(2)
+            .any(|pair| matches!(pair, [a, b] if a.0 == b.0))
+        {
+            return None;
+        }
+        Some(indexes)
     }
 }
 
@@ -396,6 +410,14 @@ mod tests {
         let before = json!({"l": [{"name": "a", "v": 1}, {"name": "a", "v": 1}]});
         let after = json!({"l": [{"name": "a", "v": 1}, {"name": "a", "v": 2}]});
         let touched = keyed_changes(&[("l[name: *].v", &["a"])]);
+        assert_eq!(
+            between(&before, &after, &touched),
+            json_patch::diff(&before, &after)
+        );
+        // One element named by two key fields: diffed once.
+        let before = json!({"l": [{"name": "a", "id": 1, "v": 1, "w": 1}]});
+        let after = json!({"l": [{"name": "a", "id": 1, "v": 2, "w": 2}]});
+        let touched = keyed_changes(&[("l[name: a].w", &[]), ("l[id: 1].v", &[])]);
         assert_eq!(
             between(&before, &after, &touched),
             json_patch::diff(&before, &after)
