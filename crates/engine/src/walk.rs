@@ -33,11 +33,13 @@ pub trait Setter {
     fn set_value(&self, object: &mut Map<String, Value>, key: &str) -> Result<bool, SetError>;
 
     /// The element to put in a keyed list when the location ends at
-    /// `[key: value]`. Kinds that cannot end at a list element keep the default.
+    /// `[key: value]`, borrowed: the walk copies it only when it puts it in
+    /// (a re-application that finds it there, or stops at a pathTest, copies
+    /// nothing). Kinds that cannot end at a list element keep the default.
     ///
     /// # Errors
     /// [`SetError::KeyedListUnsupported`] by default.
-    fn keyed_list_value(&self) -> Result<Map<String, Value>, SetError> {
+    fn keyed_list_value(&self) -> Result<&Map<String, Value>, SetError> {
         Err(SetError::KeyedListUnsupported)
     }
 
@@ -473,17 +475,17 @@ impl Walk<'_> {
                 if !self.tests.exists_ok(depth) {
                     return Ok(None);
                 }
-                if *existing_map == element {
+                if existing_map == element {
                     return Ok(Some(false));
                 }
-                *existing_map = element;
+                existing_map.clone_from(element);
                 return Ok(Some(true));
             }
         }
         if !self.tests.missing_ok(depth) {
             return Ok(None);
         }
-        list.push(Value::Object(element));
+        list.push(Value::Object(element.clone()));
         Ok(Some(true))
     }
 
@@ -633,9 +635,9 @@ mod tests {
             Ok(object.insert(key.to_string(), self.0.clone()).as_ref() != Some(&self.0))
         }
 
-        fn keyed_list_value(&self) -> Result<Map<String, Value>, SetError> {
+        fn keyed_list_value(&self) -> Result<&Map<String, Value>, SetError> {
             match &self.0 {
-                Value::Object(map) => Ok(map.clone()),
+                Value::Object(map) => Ok(map),
                 other => Err(SetError::NotAnObjectValue(kind_of(other))),
             }
         }

@@ -252,9 +252,9 @@ impl Setter for AssignSetter<'_> {
         }
     }
 
-    fn keyed_list_value(&self) -> Result<Map<String, Value>, SetError> {
+    fn keyed_list_value(&self) -> Result<&Map<String, Value>, SetError> {
         match self.0 {
-            Value::Object(element) => Ok(element.clone()),
+            Value::Object(element) => Ok(element),
             other => Err(SetError::NotAnObjectValue(json_type(other))),
         }
     }
