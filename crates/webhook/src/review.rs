@@ -297,7 +297,11 @@ fn write_value(out: &mut Vec<u8>, value: &Value) -> Result<(), serde_json::Error
 /// A JSON string: copied whole when nothing in it needs escaping, else
 /// escaped by serde_json.
 fn write_str(out: &mut Vec<u8>, text: &str) -> Result<(), serde_json::Error> {
-    if text.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
+    // A fold without an early exit, which the compiler vectorizes.
+    let escapes = text.bytes().fold(false, |found, b| {
+        found | (b < 0x20) | (b == b'"') | (b == b'\\')
+    });
+    if escapes {
         return serde_json::to_writer(out, text);
     }
     out.push(b'"');
