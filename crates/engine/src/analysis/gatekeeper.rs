@@ -510,8 +510,7 @@ fn lenient(document: &Value, refusal: &Refusal) -> Option<(Class, String, Value)
             if tester_refusal(&tests).is_some() {
                 return None;
             }
-            let mut repaired = document.clone();
-            remove(&mut repaired, &["spec", "parameters", "pathTests"]);
+            let repaired = without(document, &["spec", "parameters", "pathTests"]);
             Some((
                 Class::PathTestsChildFirst,
                 format!(
@@ -539,8 +538,7 @@ fn lenient(document: &Value, refusal: &Refusal) -> Option<(Class, String, Value)
 /// The note for a label selector Kubernetes refuses, and the document
 /// without it.
 fn malformed_selector(document: &Value, field: &str, what: &str) -> (Class, String, Value) {
-    let mut repaired = document.clone();
-    remove(&mut repaired, &["spec", "match", field]);
+    let repaired = without(document, &["spec", "match", field]);
     (
         Class::MalformedSelector,
         format!(
@@ -707,8 +705,7 @@ fn unknown_scope(document: &Value, at: &str) -> Option<(Class, String, Value)> {
     if at != "spec.match.scope" || ["*", "Cluster", "Namespaced"].contains(&scope) {
         return None;
     }
-    let mut repaired = document.clone();
-    remove(&mut repaired, &["spec", "match", "scope"]);
+    let repaired = without(document, &["spec", "match", "scope"]);
     Some((
         Class::MatchScope,
         format!(
@@ -718,21 +715,24 @@ fn unknown_scope(document: &Value, at: &str) -> Option<(Class, String, Value)> {
     ))
 }
 
-/// Removes the field at `path` (object keys) from `value`, if it is there.
-fn remove(value: &mut Value, path: &[&str]) {
+/// `document` without the field at `path` (object keys), if it is there:
+/// the repaired document a note offers.
+fn without(document: &Value, path: &[&str]) -> Value {
+    let mut repaired = document.clone();
     let Some((last, parents)) = path.split_last() else {
-        return;
+        return repaired;
     };
-    let mut at = value;
+    let mut at = &mut repaired;
     for key in parents {
         match at.get_mut(*key) {
             Some(child) => at = child,
-            None => return,
+            None => return repaired,
         }
     }
     if let Value::Object(fields) = at {
         fields.remove(*last);
     }
+    repaired
 }
 
 #[cfg(test)]
