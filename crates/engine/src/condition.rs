@@ -193,11 +193,7 @@ pub(crate) fn json_equal(a: &Value, b: &Value) -> bool {
 pub fn may_write(location: &Path, read: &Path) -> bool {
     let (written, reads) = (location.nodes(), read.nodes());
     let shared = written.len().min(reads.len());
-    let agreed = written
-        .iter()
-        .zip(reads)
-        .take_while(|(w, r)| nodes_agree(w, r))
-        .count();
+    let agreed = agreed_nodes(location, read);
     if agreed == shared {
         return true;
     }
@@ -229,6 +225,18 @@ pub fn may_write(location: &Path, read: &Path) -> bool {
         }
         _ => false,
     }
+}
+
+/// How many leading nodes of a written location and a read path agree (as
+/// [`may_write`] defines it): the nodes of `read` a write at `location` may
+/// create on its way.
+pub(crate) fn agreed_nodes(location: &Path, read: &Path) -> usize {
+    location
+        .nodes()
+        .iter()
+        .zip(read.nodes())
+        .take_while(|(w, r)| nodes_agree(w, r))
+        .count()
 }
 
 fn nodes_agree(written: &Node, read: &Node) -> bool {

@@ -167,6 +167,17 @@ impl ImageParts {
         Ok(())
     }
 
+    /// Whether applying these (valid) parts to what they produced never
+    /// changes it again: false only for the exception [`apply`](Self::apply)
+    /// describes, a path without `/` assigned alone.
+    pub fn idempotent(&self) -> bool {
+        let path = set(&self.path);
+        !set(&self.domain).is_empty()
+            || !set(&self.tag).is_empty()
+            || path.is_empty()
+            || path.contains('/')
+    }
+
     /// Gatekeeper's mutateImage: parse `current`, replace the parts that are set (non-empty), re-join.
     ///
     /// With parts that pass [`validate`](Self::validate), applying the result
@@ -1008,6 +1019,9 @@ mod tests {
                             "{parts:?} on {current:?}: {once:?} then {twice:?}"
                         );
                         assert_eq!(parts.apply(&twice), twice, "{parts:?} on {current:?}");
+                        if parts.idempotent() {
+                            assert_eq!(twice, once, "{parts:?} on {current:?}");
+                        }
                     }
                 }
             }
@@ -1061,6 +1075,7 @@ mod tests {
                 let once = parts.apply(&current);
                 let twice = parts.apply(&once);
                 if changes_on_second_apply(&parts, &current) {
+                    prop_assert!(!parts.idempotent());
                     prop_assert_ne!(&twice, &once);
                 } else {
                     prop_assert_eq!(&twice, &once);

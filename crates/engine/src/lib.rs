@@ -27,6 +27,7 @@ mod convergence;
 pub mod expansion;
 pub mod external;
 pub mod image;
+mod interference;
 pub mod labels;
 pub mod matching;
 pub mod mutator;

@@ -603,6 +603,31 @@ impl Mutator {
         &self.tests
     }
 
+    /// Whether applying it again to an object it has just mutated changes
+    /// nothing, as long as nothing it reads changed in between: what it
+    /// reads is then its location, its pathTests and its `match`. True for
+    /// constants, removals, ModifySets and AssignImages whose parts never
+    /// change their own result; false for values read when applied (from
+    /// metadata, the Namespace or a provider) and for value conditions,
+    /// which read elsewhere.
+    pub(crate) fn idempotent(&self) -> bool {
+        self.conditions.is_empty()
+            && match &self.action {
+                Action::Assign(assign::ValueSource::Value(_) | assign::ValueSource::Remove)
+                | Action::AssignMetadata(
+                    assign::ValueSource::Value(_) | assign::ValueSource::Remove,
+                )
+                | Action::ModifySet(_) => true,
+                Action::AssignImage(setter) => setter.idempotent(),
+                Action::Assign(_) | Action::AssignMetadata(_) => false,
+            }
+    }
+
+    /// Whether it is a ModifySet `merge`, which only ever adds to its list.
+    pub(crate) fn merges(&self) -> bool {
+        matches!(&self.action, Action::ModifySet(setter) if setter.merges())
+    }
+
     /// What it does at the end of its location, for the static analysis.
     pub(crate) fn effect(&self) -> Effect<'_> {
         match &self.action {

@@ -13,7 +13,7 @@
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use sartor_api::Protection;
 use sartor_location::{KeyValue, Node, Path};
@@ -23,6 +23,7 @@ use crate::condition::{ConditionConflict, may_write};
 use crate::conflict::Conflict;
 use crate::convergence::Convergence;
 use crate::external::{self, Asks, Resolution};
+use crate::interference::{Interference, Positions};
 use crate::matching::{self, MatchError, MatchInput, metadata_str};
 use crate::mutator::{Applies, Mutator, MutatorId, Operations};
 use crate::patch;
@@ -41,10 +42,10 @@ pub struct System {
     /// For each kind some mutator's `applyTo` lists, every mutator that may
     /// apply to it, in order: those listing it and those that apply to every
     /// kind. A request reads its candidates off one entry.
-    by_gvk: HashMap<Gvk, BTreeMap<Arc<MutatorId>, Candidate>>,
+    by_gvk: HashMap<Gvk, Index>,
     /// Mutators that apply to every kind (AssignMetadata): the candidates of
     /// a kind no `applyTo` lists.
-    everywhere: BTreeMap<Arc<MutatorId>, Candidate>,
+    everywhere: Index,
     schema: SchemaDb,
     /// The mutators with value conditions (few, usually none).
     readers: BTreeSet<MutatorId>,
@@ -53,6 +54,14 @@ pub struct System {
     /// Every mutator in schema or condition conflict: skipped.
     conflicted: BTreeSet<MutatorId>,
     annotate: bool,
+}
+
+/// The candidates of a kind, in order, with which of them a second pass may
+/// skip (worked out when first asked, forgotten on every change).
+#[derive(Debug, Clone, Default)]
+struct Index {
+    candidates: BTreeMap<Arc<MutatorId>, Candidate>,
+    interference: OnceLock<Option<Interference>>,
 }
 
 /// A mutator in the index of a kind, with the operations it applies on
@@ -480,7 +489,7 @@ impl System {
             return Ok(mutation);
         }
         let namespace_object = match admission.namespace {
-            Some(name) if candidates.iter().any(|c| c.mutator.needs_namespace()) => {
+            Some(name) if candidates.iter().any(|(_, c)| c.mutator.needs_namespace()) => {
                 admission.namespaces.namespace(name)
             }
             _ => None,
@@ -492,7 +501,9 @@ impl System {
             namespace_object,
             username: admission.username,
         };
-        let external = candidates.iter().any(|c| c.mutator.provider().is_some());
+        let external = candidates
+            .iter()
+            .any(|(_, c)| c.mutator.provider().is_some());
         if external && external::holds_placeholder_field(admitted) {
             return Err(fail(admitted, gvk, &request, Failure::ReservedField));
         }
@@ -509,11 +520,26 @@ impl System {
         // only answers of label and namespace selectors); value conditions
         // are read every time.
         let mut matched: Vec<Option<bool>> = vec![None; candidates.len()];
+        // The candidates that changed the object in pass 1: pass 2 skips
+        // those none of them can have disturbed, while it changes nothing
+        // (see `interference`). Not with external data, whose placeholders
+        // are settled after convergence.
+        let mut writers = Positions::default();
         let max_passes = self.mutators.len() + 1;
         for pass in 1..=max_passes {
             mutation.passes = pass;
             let first_change = mutation.changes.len();
-            for (index, candidate) in candidates.iter().enumerate() {
+            let interference = match pass {
+                2 if !external => self.index(gvk).interference(),
+                _ => None,
+            };
+            for (index, (position, candidate)) in candidates.iter().enumerate() {
+                if let Some(interference) = interference
+                    && mutation.changes.len() == first_change
+                    && interference.skips(*position, &writers)
+                {
+                    continue;
+                }
                 let mutator = &candidate.mutator;
                 let matches = match matched.get(index).copied().flatten() {
                     Some(matches) => matches,
@@ -543,10 +569,13 @@ impl System {
                     });
                 }
                 let new = mutation.changes.get(before..).unwrap_or_default();
+                if pass == 1 && !new.is_empty() {
+                    writers.insert(*position);
+                }
                 match new.iter().map(Change::match_input).max() {
                     Some(MatchInput::Identity) => matched.fill(None),
                     Some(MatchInput::Labels) => {
-                        for (slot, candidate) in matched.iter_mut().zip(&candidates) {
+                        for (slot, (_, candidate)) in matched.iter_mut().zip(&candidates) {
                             if candidate.mutator.matcher().reads_labels() {
                                 *slot = None;
                             }
@@ -626,32 +655,38 @@ impl System {
     /// Namespace): a caller that must fetch the Namespace asks this first.
     pub fn needs_namespace(&self, gvk: &Gvk, operation: Operation) -> bool {
         self.candidate_iter(gvk, Some(operation))
-            .any(|candidate| candidate.mutator.needs_namespace())
+            .any(|(_, candidate)| candidate.mutator.needs_namespace())
     }
 
     /// The mutators that may apply to `gvk` on `operation`, in order,
     /// conflicting ones left out.
-    fn candidates(&self, gvk: &Gvk, operation: Option<Operation>) -> Vec<&Candidate> {
+    fn candidates(&self, gvk: &Gvk, operation: Option<Operation>) -> Vec<(usize, &Candidate)> {
         self.candidate_iter(gvk, operation).collect()
     }
 
     /// [`System::candidates`], lazily: the one filter both callers share.
+    /// Each comes with its position in the kind's [`Index`].
     fn candidate_iter<'s, 'g>(
         &'s self,
         gvk: &'g Gvk,
         operation: Option<Operation>,
-    ) -> impl Iterator<Item = &'s Candidate> + use<'s, 'g> {
-        let index = self.by_gvk.get(gvk).unwrap_or(&self.everywhere);
-        index
-            .iter()
-            .filter(move |(id, candidate)| {
+    ) -> impl Iterator<Item = (usize, &'s Candidate)> + use<'s, 'g> {
+        self.index(gvk)
+            .candidates
+            .values()
+            .enumerate()
+            .filter(move |(_, candidate)| {
                 let applies = match operation {
                     Some(operation) => candidate.operations.contains(operation),
                     None => candidate.mutator.applies_to(gvk, None),
                 };
-                applies && (self.conflicted.is_empty() || !self.conflicted.contains(*id))
+                applies && (self.conflicted.is_empty() || !self.conflicted.contains(&*candidate.id))
             })
-            .map(|(_, candidate)| candidate)
+    }
+
+    /// The index a request for `gvk` reads its candidates from.
+    fn index(&self, gvk: &Gvk) -> &Index {
+        self.by_gvk.get(gvk).unwrap_or(&self.everywhere)
     }
 
     /// Lists the mutators that changed the object, sorted, in the
@@ -694,9 +729,36 @@ impl System {
 
 /// The mutators one mutation runs, with what they match against.
 struct Run<'a> {
-    candidates: &'a [&'a Candidate],
+    candidates: &'a [(usize, &'a Candidate)],
     gvk: &'a Gvk,
     request: &'a Request<'a>,
+}
+
+// === impl Index ===
+
+impl Index {
+    fn insert(&mut self, id: Arc<MutatorId>, candidate: Candidate) {
+        self.candidates.insert(id, candidate);
+        self.interference = OnceLock::new();
+    }
+
+    fn remove(&mut self, id: &MutatorId) {
+        if self.candidates.remove(id).is_some() {
+            self.interference = OnceLock::new();
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.candidates.len()
+    }
+
+    /// Which candidates a second pass may skip; `None` when there are too
+    /// many to work it out.
+    fn interference(&self) -> Option<&Interference> {
+        self.interference
+            .get_or_init(|| Interference::of(self.candidates.values().map(|c| &*c.mutator)))
+            .as_ref()
+    }
 }
 
 // === impl Run ===
@@ -736,7 +798,7 @@ impl Run<'_> {
     /// a later pass started from (mutation is deterministic).
     fn replay(&self, object: &mut Value, passes: usize) -> Result<(), MutateError> {
         for _ in 0..passes {
-            for candidate in self.candidates {
+            for (_, candidate) in self.candidates {
                 if self.matches(&candidate.mutator, object)? {
                     self.apply(&candidate.mutator, object)?;
                 }

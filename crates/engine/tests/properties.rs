@@ -106,7 +106,7 @@ fn object_of(kind: &str, location: &str, parameters: Value) -> Option<MutatorObj
 }
 
 /// How many mutators [`pool`] holds.
-const POOL: usize = 24;
+const POOL: usize = 29;
 
 /// A pool of valid mutators over a small, shared vocabulary of fields, so
 /// generated sets interact (and sometimes conflict).
@@ -258,15 +258,49 @@ fn pool() -> Vec<Mutator> {
             "spec.l",
             json!({"assign": {"value": "team-a"}}),
         ),
+        // For the second pass's skips: a pathTest on a parent that z1, run
+        // later, creates; a label selector on what m4 writes (set below); a
+        // second merge into s1's list; an image path whose second
+        // application may differ.
+        (
+            "Assign",
+            "a9",
+            "spec.b.c",
+            json!({"assign": {"value": 1},
+            "pathTests": [{"subPath": "spec.b", "condition": "MustExist"}]}),
+        ),
+        ("Assign", "z1", "spec.b.d", json!({"assign": {"value": 2}})),
+        (
+            "Assign",
+            "l2",
+            "spec.l2",
+            json!({"assign": {"value": "tiered"}}),
+        ),
+        (
+            "ModifySet",
+            "s5",
+            "spec.list",
+            json!({"values": {"fromList": ["c"]}}),
+        ),
+        (
+            "AssignImage",
+            "i4",
+            "spec.containers[name: *].image",
+            json!({"assignPath": "p"}),
+        ),
     ];
     docs.into_iter()
         .map(|(kind, name, location, parameters)| {
             let mut object = object_of(kind, location, parameters).unwrap();
             if let MutatorObject::Assign(m) = &mut object
-                && name == "l1"
+                && let Some(label) = match name {
+                    "l1" => Some(("team", "a")),
+                    "l2" => Some(("tier", "none")),
+                    _ => None,
+                }
             {
                 m.spec.r#match.label_selector = Some(sartor_api::LabelSelector {
-                    match_labels: [("team".to_string(), "a".to_string())].into(),
+                    match_labels: [(label.0.to_string(), label.1.to_string())].into(),
                     match_expressions: Vec::new(),
                 });
             }

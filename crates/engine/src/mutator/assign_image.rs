@@ -34,6 +34,13 @@ pub(super) fn compile(spec: &AssignImageSpec) -> Result<Parts, Problem> {
     )
 }
 
+impl ImageSetter {
+    /// See [`ImageParts::idempotent`].
+    pub(crate) fn idempotent(&self) -> bool {
+        self.0.idempotent()
+    }
+}
+
 impl Setter for ImageSetter {
     /// A missing field is set to the assigned parts alone.
     fn set_value(&self, object: &mut Map<String, Value>, key: &str) -> Result<bool, SetError> {

@@ -33,6 +33,13 @@ pub(super) fn compile(spec: &ModifySetSpec) -> Result<Parts, Problem> {
     )
 }
 
+impl SetSetter {
+    /// Whether it merges (adds values) rather than prunes.
+    pub(crate) fn merges(&self) -> bool {
+        self.operation == SetOperation::Merge
+    }
+}
+
 impl Setter for SetSetter {
     /// Merge appends each value the list lacks (whole-value equality, numbers
     /// by value: `1` is `1.0`, as Gatekeeper's float64 values make them) and
