@@ -47,9 +47,84 @@ pub(crate) fn between(admitted: &Value, mutated: &Value, changes: &[Change]) -> 
         touched.insert([Step::Field("metadata"), Step::Field("annotations")].into_iter());
     }
     let mut patch = Patch::default();
-    let mut pointer = PointerBuf::new();
+    let mut pointer = Pointer::default();
     touched.diff(admitted, mutated, &mut pointer, &mut patch);
     patch
+}
+
+/// The RFC 6901 pointer to the place being diffed, grown and cut back as the
+/// diff goes down and up. Cheaper than `PointerBuf`, whose `pop_back` hands
+/// back the token it cut off as a new string.
+#[derive(Debug, Default)]
+struct Pointer {
+    /// Escaped: `~` as `~0`, `/` as `~1`.
+    escaped: String,
+    /// Where each pushed token starts.
+    starts: Vec<usize>,
+}
+
+/// A token of a [`Pointer`]: an object key or a list index.
+trait Token {
+    fn write_escaped(&self, out: &mut String);
+}
+
+// === impl Pointer ===
+
+impl Pointer {
+    fn push_back(&mut self, token: impl Token) {
+        self.starts.push(self.escaped.len());
+        self.escaped.push('/');
+        token.write_escaped(&mut self.escaped);
+    }
+
+    fn pop_back(&mut self) {
+        if let Some(start) = self.starts.pop() {
+            self.escaped.truncate(start);
+        }
+    }
+
+    fn to_buf(&self) -> PointerBuf {
+        // Every token was escaped on the way in, so it parses.
+        PointerBuf::parse(self.escaped.clone()).unwrap_or_default()
+    }
+}
+
+impl Token for &str {
+    fn write_escaped(&self, out: &mut String) {
+        if self.bytes().any(|b| b == b'~' || b == b'/') {
+            for c in self.chars() {
+                match c {
+                    '~' => out.push_str("~0"),
+                    '/' => out.push_str("~1"),
+                    c => out.push(c),
+                }
+            }
+        } else {
+            out.push_str(self);
+        }
+    }
+}
+
+impl Token for usize {
+    fn write_escaped(&self, out: &mut String) {
+        // Digits last to first, without the formatting machinery.
+        let mut digits = [0u8; 20];
+        let mut n = *self;
+        let mut start = digits.len();
+        loop {
+            start -= 1;
+            if let Some(digit) = digits.get_mut(start) {
+                *digit = b'0' + (n % 10) as u8;
+            }
+            n /= 10;
+            if n == 0 || start == 0 {
+                break;
+            }
+        }
+        for &digit in digits.get(start..).unwrap_or_default() {
+            out.push(char::from(digit));
+        }
+    }
 }
 
 // === impl Touched ===
@@ -113,7 +188,7 @@ impl<'a> Touched<'a> {
         self.elements.clear();
     }
 
-    fn diff(&self, left: &Value, right: &Value, pointer: &mut PointerBuf, patch: &mut Patch) {
+    fn diff(&self, left: &Value, right: &Value, pointer: &mut Pointer, patch: &mut Patch) {
         match (left, right) {
             // A place touched as the other shape than it has (not reached
             // by a walk, which makes such a place whole) is diffed whole.
@@ -130,7 +205,7 @@ impl<'a> Touched<'a> {
                     match left.get(*key) {
                         Some(left_value) => touched.diff(left_value, right_value, pointer, patch),
                         None => patch.0.push(PatchOperation::Add(json_patch::AddOperation {
-                            path: pointer.clone(),
+                            path: pointer.to_buf(),
                             value: right_value.clone(),
                         })),
                     }
@@ -143,7 +218,7 @@ impl<'a> Touched<'a> {
                         patch
                             .0
                             .push(PatchOperation::Remove(json_patch::RemoveOperation {
-                                path: pointer.clone(),
+                                path: pointer.to_buf(),
                             }));
                         pointer.pop_back();
                     }
@@ -218,7 +293,7 @@ impl<'a> Touched<'a> {
 /// What `json_patch::diff` gives for two values at `pointer`, in the same
 /// order, skipping equal subtrees by comparing them first (a linear walk,
 /// cheaper than diffing them key by key).
-fn diff_below(left: &Value, right: &Value, pointer: &mut PointerBuf, patch: &mut Patch) {
+fn diff_below(left: &Value, right: &Value, pointer: &mut Pointer, patch: &mut Patch) {
     match (left, right) {
         (Value::Object(left), Value::Object(right)) => {
             for (key, right_value) in right {
@@ -227,7 +302,7 @@ fn diff_below(left: &Value, right: &Value, pointer: &mut PointerBuf, patch: &mut
                     Some(left_value) if left_value == right_value => {}
                     Some(left_value) => diff_below(left_value, right_value, pointer, patch),
                     None => patch.0.push(PatchOperation::Add(json_patch::AddOperation {
-                        path: pointer.clone(),
+                        path: pointer.to_buf(),
                         value: right_value.clone(),
                     })),
                 }
@@ -239,7 +314,7 @@ fn diff_below(left: &Value, right: &Value, pointer: &mut PointerBuf, patch: &mut
                     patch
                         .0
                         .push(PatchOperation::Remove(json_patch::RemoveOperation {
-                            path: pointer.clone(),
+                            path: pointer.to_buf(),
                         }));
                     pointer.pop_back();
                 }
@@ -250,14 +325,14 @@ fn diff_below(left: &Value, right: &Value, pointer: &mut PointerBuf, patch: &mut
         _ => patch
             .0
             .push(PatchOperation::Replace(json_patch::ReplaceOperation {
-                path: pointer.clone(),
+                path: pointer.to_buf(),
                 value: right.clone(),
             })),
     }
 }
 
 /// [`diff_below`] of two lists.
-fn diff_lists(left: &[Value], right: &[Value], pointer: &mut PointerBuf, patch: &mut Patch) {
+fn diff_lists(left: &[Value], right: &[Value], pointer: &mut Pointer, patch: &mut Patch) {
     // Element by element; extra elements are removed at the index
     // they shift to, or added at the end.
     let mut removed = 0usize;
@@ -271,11 +346,11 @@ fn diff_lists(left: &[Value], right: &[Value], pointer: &mut PointerBuf, patch: 
                 patch
                     .0
                     .push(PatchOperation::Remove(json_patch::RemoveOperation {
-                        path: pointer.clone(),
+                        path: pointer.to_buf(),
                     }));
             }
             (None, Some(r)) => patch.0.push(PatchOperation::Add(json_patch::AddOperation {
-                path: pointer.clone(),
+                path: pointer.to_buf(),
                 value: r.clone(),
             })),
             (None, None) => {}
@@ -349,9 +424,29 @@ mod tests {
         #[test]
         fn any_two_values_diff_as_json_patch_does(left in json(), right in json()) {
             let mut patch = Patch::default();
-            diff_below(&left, &right, &mut PointerBuf::new(), &mut patch);
+            diff_below(&left, &right, &mut Pointer::default(), &mut patch);
             proptest::prop_assert_eq!(patch, json_patch::diff(&left, &right));
         }
+    }
+
+    #[test]
+    fn pointers_escape_keys_and_write_indexes() {
+        let mut pointer = Pointer::default();
+        pointer.push_back("a/b~c");
+        pointer.push_back(0usize);
+        pointer.push_back(1234usize);
+        assert_eq!(pointer.to_buf().as_str(), "/a~1b~0c/0/1234");
+        pointer.pop_back();
+        pointer.push_back(usize::MAX);
+        assert_eq!(
+            pointer.to_buf().as_str(),
+            format!("/a~1b~0c/0/{}", usize::MAX)
+        );
+        pointer.pop_back();
+        pointer.pop_back();
+        pointer.pop_back();
+        pointer.pop_back();
+        assert_eq!(pointer.to_buf().as_str(), "");
     }
 
     fn keyed_changes(paths: &[(&str, &[&str])]) -> Vec<Change> {
