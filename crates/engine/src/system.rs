@@ -898,18 +898,33 @@ impl Mutation {
     /// The mutators that changed something, in the order they first did.
     pub fn applied(&self) -> Vec<&MutatorId> {
         let mut applied: Vec<&Arc<MutatorId>> = Vec::new();
+        // Pass 1 runs mutators in id order, so the ids first seen there come
+        // ascending: `applied[..sorted]` is searched by bisection, the few
+        // first seen later one by one.
+        let mut sorted = 0;
         for change in &self.changes {
-            // A mutator's changes share its id and usually come together.
-            let seen =
-                |id: &&Arc<MutatorId>| Arc::ptr_eq(id, &change.mutator) || ***id == *change.mutator;
+            let id = &change.mutator;
+            // A mutator's changes come together.
             if applied
                 .last()
-                .is_some_and(|id| Arc::ptr_eq(id, &change.mutator))
-                || applied.iter().any(seen)
+                .is_some_and(|last| Arc::ptr_eq(last, id) || ***last == **id)
             {
                 continue;
             }
-            applied.push(&change.mutator);
+            let (ordered, rest) = applied.split_at_checked(sorted).unwrap_or((&applied, &[]));
+            let ascending = rest.is_empty() && ordered.last().is_none_or(|last| ***last < **id);
+            if !ascending
+                && (ordered
+                    .binary_search_by(|seen| (***seen).cmp(&**id))
+                    .is_ok()
+                    || rest.iter().any(|seen| ***seen == **id))
+            {
+                continue;
+            }
+            applied.push(id);
+            if ascending {
+                sorted += 1;
+            }
         }
         applied.into_iter().map(|id| &**id).collect()
     }
@@ -954,6 +969,47 @@ impl fmt::Display for ObjectRef {
             (Some(ns), true) => write!(f, " in namespace {ns}"),
             (None, false) => write!(f, " {}", self.name),
             (None, true) => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use proptest::prelude::*;
+    use sartor_api::MutatorKind;
+
+    proptest! {
+        /// Whatever order ids come in, and whether or not equal ids share
+        /// their `Arc`, `applied` lists each once, in the order first seen.
+        #[test]
+        fn applied_lists_each_mutator_once_in_first_order(
+            picks in proptest::collection::vec((0..6usize, any::<bool>()), 0..24),
+        ) {
+            let shared: Vec<Arc<MutatorId>> = (0..6)
+                .map(|i| Arc::new(MutatorId::new(MutatorKind::Assign, format!("m{i}"))))
+                .collect();
+            let location = Arc::new(Path::parse("spec.x").unwrap());
+            let changes: Vec<Change> = picks
+                .iter()
+                .map(|&(i, fresh)| {
+                    let id = match fresh {
+                        true => Arc::new((*shared[i]).clone()),
+                        false => Arc::clone(&shared[i]),
+                    };
+                    Change::new(1, id, Arc::clone(&location), Vec::new())
+                })
+                .collect();
+            let mutation = Mutation { changes, ..Mutation::default() };
+            let mut want: Vec<&MutatorId> = Vec::new();
+            for &(i, _) in &picks {
+                if !want.contains(&&*shared[i]) {
+                    want.push(&shared[i]);
+                }
+            }
+            prop_assert_eq!(mutation.applied(), want);
         }
     }
 }
