@@ -45,6 +45,7 @@ pub use external::{Answers, Asks, NoAnswers, ProviderAnswers};
 pub use mutator::{
     Applies, ApplyError, CompileError, Mutator, MutatorId, Operations, Problem, Terminal,
 };
+pub use patch::Patch;
 pub use request::{Admission, Gvk, NamespaceLookup, NoNamespaces, Operation, Request, Source};
 /// Why [`Mutation::protected`] left an object as it was.
 pub use sartor_api::Protection;

@@ -9,14 +9,25 @@
 //! the whole objects gives, in the same order: both walk an object's keys in
 //! order, and the parts left out are equal. Every test of the engine that
 //! mutates checks this (`tests/engine/in_place.rs`).
+//!
+//! The patch is written as JSON while it is found, as `serde_json` would
+//! write `json_patch::diff`'s result byte for byte: an admission response
+//! carries it as that text, so no operation, pointer or value is built or
+//! copied on the way.
 
 use std::iter::Peekable;
 
-use json_patch::jsonptr::PointerBuf;
-use json_patch::{Patch, PatchOperation};
 use serde_json::Value;
 
 use crate::system::{Change, Key, MUTATIONS_ANNOTATION, Step};
+
+/// An RFC 6902 JSON patch, held as its JSON text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Patch {
+    /// `[...]`, as `serde_json::to_vec` writes the operations.
+    json: Vec<u8>,
+    operations: usize,
+}
 
 /// The places changes were made under, as a tree: a leaf is diffed whole.
 #[derive(Debug, Default)]
@@ -49,12 +60,172 @@ pub(crate) fn between(admitted: &Value, mutated: &Value, changes: &[Change]) -> 
     let mut patch = Patch::default();
     let mut pointer = Pointer::default();
     touched.diff(admitted, mutated, &mut pointer, &mut patch);
-    patch
+    patch.finish()
+}
+
+// === impl Patch ===
+
+impl Default for Patch {
+    /// The empty patch, `[]`.
+    fn default() -> Patch {
+        Patch {
+            json: b"[".to_vec(),
+            operations: 0,
+        }
+    }
+}
+
+impl Patch {
+    /// Whether it has no operation.
+    pub fn is_empty(&self) -> bool {
+        self.operations == 0
+    }
+
+    /// Its number of operations.
+    pub fn len(&self) -> usize {
+        self.operations
+    }
+
+    /// Its JSON text, `[...]`.
+    pub fn json(&self) -> &[u8] {
+        &self.json
+    }
+
+    /// Its JSON text, `[...]`, taken.
+    pub fn into_json(self) -> Vec<u8> {
+        self.json
+    }
+
+    /// Its operations, read back from its JSON.
+    ///
+    /// # Errors
+    /// None in practice: the JSON is written from the operations.
+    pub fn operations(&self) -> Result<json_patch::Patch, serde_json::Error> {
+        serde_json::from_slice(&self.json)
+    }
+
+    fn add(&mut self, path: &Pointer, value: &Value) {
+        self.operation("add", path, Some(value));
+    }
+
+    fn remove(&mut self, path: &Pointer) {
+        self.operation("remove", path, None);
+    }
+
+    fn replace(&mut self, path: &Pointer, value: &Value) {
+        self.operation("replace", path, Some(value));
+    }
+
+    fn operation(&mut self, op: &str, path: &Pointer, value: Option<&Value>) {
+        if self.operations > 0 {
+            self.json.push(b',');
+        }
+        self.operations += 1;
+        self.json.extend_from_slice(b"{\"op\":\"");
+        self.json.extend_from_slice(op.as_bytes());
+        self.json.extend_from_slice(b"\",\"path\":");
+        write_str(&mut self.json, &path.escaped);
+        if let Some(value) = value {
+            self.json.extend_from_slice(b",\"value\":");
+            write_value(&mut self.json, value);
+        }
+        self.json.push(b'}');
+    }
+
+    /// Closes the list (the text is `[` plus operations until then).
+    fn finish(mut self) -> Patch {
+        self.json.push(b']');
+        self
+    }
+}
+
+impl From<&json_patch::Patch> for Patch {
+    /// The operations of `patch`, as JSON.
+    fn from(patch: &json_patch::Patch) -> Patch {
+        use json_patch::PatchOperation;
+        let mut out = Patch::default();
+        for operation in &patch.0 {
+            let pointer = |path: &json_patch::jsonptr::PointerBuf| Pointer {
+                escaped: path.as_str().to_string(),
+                starts: Vec::new(),
+            };
+            match operation {
+                PatchOperation::Add(add) => out.add(&pointer(&add.path), &add.value),
+                PatchOperation::Remove(remove) => out.remove(&pointer(&remove.path)),
+                PatchOperation::Replace(replace) => {
+                    out.replace(&pointer(&replace.path), &replace.value)
+                }
+                // Never in a diff; written by serde.
+                other => {
+                    if out.operations > 0 {
+                        out.json.push(b',');
+                    }
+                    out.operations += 1;
+                    if let Ok(json) = serde_json::to_vec(other) {
+                        out.json.extend_from_slice(&json);
+                    }
+                }
+            }
+        }
+        out.finish()
+    }
+}
+
+/// `value` as serde_json writes it compactly.
+fn write_value(out: &mut Vec<u8>, value: &Value) {
+    match value {
+        Value::String(text) => write_str(out, text),
+        Value::Array(items) => {
+            out.push(b'[');
+            for (index, item) in items.iter().enumerate() {
+                if index > 0 {
+                    out.push(b',');
+                }
+                write_value(out, item);
+            }
+            out.push(b']');
+        }
+        Value::Object(map) => {
+            out.push(b'{');
+            for (index, (key, item)) in map.iter().enumerate() {
+                if index > 0 {
+                    out.push(b',');
+                }
+                write_str(out, key);
+                out.push(b':');
+                write_value(out, item);
+            }
+            out.push(b'}');
+        }
+        Value::Null => out.extend_from_slice(b"null"),
+        Value::Bool(true) => out.extend_from_slice(b"true"),
+        Value::Bool(false) => out.extend_from_slice(b"false"),
+        // serde_json's own formatting (writing to memory cannot fail).
+        Value::Number(number) => {
+            let _ = serde_json::to_writer(out, number);
+        }
+    }
+}
+
+/// A JSON string: copied whole when nothing in it needs escaping (nearly
+/// always), else escaped by serde_json (writing to memory cannot fail).
+fn write_str(out: &mut Vec<u8>, text: &str) {
+    // A fold without an early exit, which the compiler vectorizes.
+    let escapes = text.bytes().fold(false, |found, b| {
+        found | (b < 0x20) | (b == b'"') | (b == b'\\')
+    });
+    if escapes {
+        let _ = serde_json::to_writer(out, text);
+        return;
+    }
+    out.push(b'"');
+    out.extend_from_slice(text.as_bytes());
+    out.push(b'"');
 }
 
 /// The RFC 6901 pointer to the place being diffed, grown and cut back as the
-/// diff goes down and up. Cheaper than `PointerBuf`, whose `pop_back` hands
-/// back the token it cut off as a new string.
+/// diff goes down and up. Cheaper than `jsonptr`'s `PointerBuf`, whose
+/// `pop_back` hands back the token it cut off as a new string.
 #[derive(Debug, Default)]
 struct Pointer {
     /// Escaped: `~` as `~0`, `/` as `~1`.
@@ -81,11 +252,6 @@ impl Pointer {
         if let Some(start) = self.starts.pop() {
             self.escaped.truncate(start);
         }
-    }
-
-    fn to_buf(&self) -> PointerBuf {
-        // Every token was escaped on the way in, so it parses.
-        PointerBuf::parse(self.escaped.clone()).unwrap_or_default()
     }
 }
 
@@ -204,10 +370,7 @@ impl<'a> Touched<'a> {
                     pointer.push_back(*key);
                     match left.get(*key) {
                         Some(left_value) => touched.diff(left_value, right_value, pointer, patch),
-                        None => patch.0.push(PatchOperation::Add(json_patch::AddOperation {
-                            path: pointer.to_buf(),
-                            value: right_value.clone(),
-                        })),
+                        None => patch.add(pointer, right_value),
                     }
                     pointer.pop_back();
                 }
@@ -215,11 +378,7 @@ impl<'a> Touched<'a> {
                 for (key, _) in &self.fields {
                     if left.contains_key(*key) && !right.contains_key(*key) {
                         pointer.push_back(*key);
-                        patch
-                            .0
-                            .push(PatchOperation::Remove(json_patch::RemoveOperation {
-                                path: pointer.to_buf(),
-                            }));
+                        patch.remove(pointer);
                         pointer.pop_back();
                     }
                 }
@@ -301,33 +460,21 @@ fn diff_below(left: &Value, right: &Value, pointer: &mut Pointer, patch: &mut Pa
                 match left.get(key) {
                     Some(left_value) if left_value == right_value => {}
                     Some(left_value) => diff_below(left_value, right_value, pointer, patch),
-                    None => patch.0.push(PatchOperation::Add(json_patch::AddOperation {
-                        path: pointer.to_buf(),
-                        value: right_value.clone(),
-                    })),
+                    None => patch.add(pointer, right_value),
                 }
                 pointer.pop_back();
             }
             for key in left.keys() {
                 if !right.contains_key(key) {
                     pointer.push_back(key.as_str());
-                    patch
-                        .0
-                        .push(PatchOperation::Remove(json_patch::RemoveOperation {
-                            path: pointer.to_buf(),
-                        }));
+                    patch.remove(pointer);
                     pointer.pop_back();
                 }
             }
         }
         (Value::Array(left), Value::Array(right)) => diff_lists(left, right, pointer, patch),
         _ if left == right => {}
-        _ => patch
-            .0
-            .push(PatchOperation::Replace(json_patch::ReplaceOperation {
-                path: pointer.to_buf(),
-                value: right.clone(),
-            })),
+        _ => patch.replace(pointer, right),
     }
 }
 
@@ -343,16 +490,9 @@ fn diff_lists(left: &[Value], right: &[Value], pointer: &mut Pointer, patch: &mu
             (Some(l), Some(r)) => diff_below(l, r, pointer, patch),
             (Some(_), None) => {
                 removed += 1;
-                patch
-                    .0
-                    .push(PatchOperation::Remove(json_patch::RemoveOperation {
-                        path: pointer.to_buf(),
-                    }));
+                patch.remove(pointer);
             }
-            (None, Some(r)) => patch.0.push(PatchOperation::Add(json_patch::AddOperation {
-                path: pointer.to_buf(),
-                value: r.clone(),
-            })),
+            (None, Some(r)) => patch.add(pointer, r),
             (None, None) => {}
         }
         pointer.pop_back();
@@ -399,8 +539,11 @@ mod tests {
                 "spec.priority",
             ]),
         );
-        assert_eq!(patch, json_patch::diff(&before, &after));
-        assert_eq!(patch.0.len(), 7, "{patch:?}");
+        assert_eq!(
+            patch.operations().unwrap(),
+            json_patch::diff(&before, &after)
+        );
+        assert_eq!(patch.len(), 7, "{patch:?}");
     }
 
     fn json() -> impl proptest::strategy::Strategy<Value = Value> {
@@ -425,8 +568,40 @@ mod tests {
         fn any_two_values_diff_as_json_patch_does(left in json(), right in json()) {
             let mut patch = Patch::default();
             diff_below(&left, &right, &mut Pointer::default(), &mut patch);
-            proptest::prop_assert_eq!(patch, json_patch::diff(&left, &right));
+            let patch = patch.finish();
+            let want = json_patch::diff(&left, &right);
+            proptest::prop_assert_eq!(patch.operations().unwrap(), want.clone());
+            proptest::prop_assert_eq!(patch.len(), want.0.len());
+            // Byte for byte what serde_json writes: the webhook sends it.
+            proptest::prop_assert_eq!(patch.json(), serde_json::to_vec(&want).unwrap());
         }
+    }
+
+    #[test]
+    fn patches_encode_as_serde_json_writes_them() {
+        let patch: json_patch::Patch = serde_json::from_value(json!([
+            {"op": "add", "path": "/metadata/labels/a~1b", "value": "plain"},
+            {"op": "replace", "path": "/spec/x", "value": {
+                "quote\"d": "tab\there \"and\" back\\slash \u{1} é 😀",
+                "n": [1, -2, 3.5, 1e300, 18446744073709551615u64, null, true, false],
+                "empty": {}, "list": [],
+            }},
+            {"op": "remove", "path": "/spec/containers/0"},
+            {"op": "move", "from": "/a", "path": "/b"},
+            {"op": "copy", "from": "/a", "path": "/c"},
+            {"op": "test", "path": "/a", "value": 1},
+        ]))
+        .unwrap();
+        let encoded = Patch::from(&patch);
+        assert_eq!(
+            String::from_utf8(encoded.json().to_vec()).unwrap(),
+            String::from_utf8(serde_json::to_vec(&patch).unwrap()).unwrap()
+        );
+        assert_eq!(encoded.len(), 6);
+        assert_eq!(encoded.operations().unwrap(), patch);
+        let empty = Patch::from(&json_patch::Patch::default());
+        assert_eq!(empty.json(), b"[]");
+        assert!(empty.is_empty());
     }
 
     #[test]
@@ -435,18 +610,18 @@ mod tests {
         pointer.push_back("a/b~c");
         pointer.push_back(0usize);
         pointer.push_back(1234usize);
-        assert_eq!(pointer.to_buf().as_str(), "/a~1b~0c/0/1234");
+        assert_eq!(pointer.escaped.as_str(), "/a~1b~0c/0/1234");
         pointer.pop_back();
         pointer.push_back(usize::MAX);
         assert_eq!(
-            pointer.to_buf().as_str(),
+            pointer.escaped.as_str(),
             format!("/a~1b~0c/0/{}", usize::MAX)
         );
         pointer.pop_back();
         pointer.pop_back();
         pointer.pop_back();
         pointer.pop_back();
-        assert_eq!(pointer.to_buf().as_str(), "");
+        assert_eq!(pointer.escaped.as_str(), "");
     }
 
     fn keyed_changes(paths: &[(&str, &[&str])]) -> Vec<Change> {
@@ -481,9 +656,12 @@ mod tests {
             ("spec.containers[name: *].env[name: Y]", &["a"]),
         ]);
         let patch = between(&before, &after, &touched);
-        assert_eq!(patch, json_patch::diff(&before, &after));
         assert_eq!(
-            serde_json::to_value(&patch).unwrap(),
+            patch.operations().unwrap(),
+            json_patch::diff(&before, &after)
+        );
+        assert_eq!(
+            serde_json::from_slice::<Value>(patch.json()).unwrap(),
             json!([
                 {"op": "add", "path": "/spec/containers/0/env/1", "value": {"name": "Y", "value": "2"}},
                 {"op": "replace", "path": "/spec/containers/2/image", "value": "mirror/c:1"},
@@ -498,7 +676,7 @@ mod tests {
         let after = json!({"l": [{"name": "a", "v": 1}, {"name": "c", "v": 2}]});
         let touched = keyed_changes(&[("l[name: *].name", &["c"]), ("l[name: *].v", &["c"])]);
         assert_eq!(
-            between(&before, &after, &touched),
+            between(&before, &after, &touched).operations().unwrap(),
             json_patch::diff(&before, &after)
         );
         // Two elements with the key changed.
@@ -506,7 +684,7 @@ mod tests {
         let after = json!({"l": [{"name": "a", "v": 1}, {"name": "a", "v": 2}]});
         let touched = keyed_changes(&[("l[name: *].v", &["a"])]);
         assert_eq!(
-            between(&before, &after, &touched),
+            between(&before, &after, &touched).operations().unwrap(),
             json_patch::diff(&before, &after)
         );
         // One element named by two key fields: diffed once.
@@ -514,7 +692,7 @@ mod tests {
         let after = json!({"l": [{"name": "a", "id": 1, "v": 2, "w": 2}]});
         let touched = keyed_changes(&[("l[name: a].w", &[]), ("l[id: 1].v", &[])]);
         assert_eq!(
-            between(&before, &after, &touched),
+            between(&before, &after, &touched).operations().unwrap(),
             json_patch::diff(&before, &after)
         );
         // An element added: the change ends at it.
@@ -522,7 +700,7 @@ mod tests {
         let after = json!({"l": [{"name": "b"}, {"name": "a"}]});
         let touched = keyed_changes(&[("l[name: b]", &[])]);
         assert_eq!(
-            between(&before, &after, &touched),
+            between(&before, &after, &touched).operations().unwrap(),
             json_patch::diff(&before, &after)
         );
     }
@@ -532,7 +710,10 @@ mod tests {
         let before = json!({"kind": "Pod"});
         let after = json!({"kind": "Pod", "spec": {"a": {"b": 1}}});
         let patch = between(&before, &after, &changes(&["spec.a.b"]));
-        assert_eq!(patch, json_patch::diff(&before, &after));
+        assert_eq!(
+            patch.operations().unwrap(),
+            json_patch::diff(&before, &after)
+        );
     }
 
     #[test]
@@ -540,6 +721,9 @@ mod tests {
         let before = json!({"spec": "text"});
         let after = json!({"spec": {"a": 1}});
         let patch = between(&before, &after, &changes(&["spec.a"]));
-        assert_eq!(patch, json_patch::diff(&before, &after));
+        assert_eq!(
+            patch.operations().unwrap(),
+            json_patch::diff(&before, &after)
+        );
     }
 }

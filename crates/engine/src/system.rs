@@ -26,7 +26,7 @@ use crate::external::{self, Asks, Resolution};
 use crate::interference::{Interference, Positions};
 use crate::matching::{self, MatchError, MatchInput, metadata_str};
 use crate::mutator::{Applies, Mutator, MutatorId, Operations};
-use crate::patch;
+use crate::patch::{self, Patch};
 use crate::request::{Admission, Gvk, Operation, Request};
 use crate::schema::{Binding, Entry, SchemaDb};
 use crate::targets::Targets;
@@ -104,7 +104,7 @@ pub struct Mutation {
     pub object: Option<Value>,
     /// The RFC 6902 patch from the admitted object to `object`, when the
     /// admission asked for one ([`Admission::with_patch`]) and `object` is set.
-    pub patch: Option<json_patch::Patch>,
+    pub patch: Option<Patch>,
     /// The keys externalData mutators ask their providers for, once the
     /// object converged; empty when none applied.
     pub asks: Asks,
@@ -615,7 +615,7 @@ impl System {
                         .patch
                         .then(|| patch::between(admitted, &mutated, &mutation.changes));
                     let changed = match &patch {
-                        Some(patch) => !patch.0.is_empty(),
+                        Some(patch) => !patch.is_empty(),
                         None => mutated != *admitted,
                     };
                     if changed {

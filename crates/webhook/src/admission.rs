@@ -10,7 +10,7 @@ use sartor_api::{
 };
 use sartor_engine::{
     Admission, Conflict, Failure, MutateError, Mutation, Mutator, MutatorId, NamespaceLookup,
-    Operation, System,
+    Operation, Patch, System,
 };
 use sartor_location::{KeyValue, Node, Path};
 use serde_json::Value;
@@ -18,9 +18,7 @@ use serde_json::Value;
 use crate::metrics::{Metrics, Outcome};
 use crate::namespaces::{Lookup, Namespaces};
 use crate::providers::{DEFAULT_PROVIDER_CACHE_TTL, Providers};
-use crate::review::{
-    AdmissionRequest, AdmissionResponse, AdmissionReview, ReviewError, encode_patch,
-};
+use crate::review::{AdmissionRequest, AdmissionResponse, AdmissionReview, ReviewError};
 
 /// What the server does with an object it could not mutate
 /// (`sartor serve --on-error`).
@@ -506,16 +504,12 @@ impl Webhook {
                 mutation
                     .changes
                     .retain(|change| kept_by_confinement(&change.path(), &added, &mutated));
-                json_patch::diff(object, &confined)
+                Patch::from(&json_patch::diff(object, &confined))
             }
         };
-        if patch.0.is_empty() {
+        if patch.is_empty() {
             return (AdmissionResponse::allow(uid), Outcome::Unchanged);
         }
-        let patch = match encode_patch(&patch) {
-            Ok(patch) => patch,
-            Err(error) => return self.failed(uid, format!("encoding the patch: {error}")),
-        };
         let applied = mutation.applied();
         self.metrics
             .record_mutation(applied.iter().copied(), mutation.passes);
@@ -544,7 +538,7 @@ impl Webhook {
             log_mutated!(tracing::Level::DEBUG);
         }
         let response = AdmissionResponse {
-            patch: Some(patch),
+            patch: Some(patch.into_json()),
             ..AdmissionResponse::allow(uid)
         };
         (response, Outcome::Mutated)

@@ -227,89 +227,6 @@ impl AdmissionResponse {
     }
 }
 
-/// The JSON of an RFC 6902 patch, as `serde_json::to_vec` writes it, byte
-/// for byte, without its per-byte scan of every string for characters to
-/// escape: strings that need none (nearly all) are copied whole.
-pub fn encode_patch(patch: &json_patch::Patch) -> Result<Vec<u8>, serde_json::Error> {
-    use json_patch::PatchOperation;
-    let mut out = Vec::with_capacity(256 * patch.0.len().max(1));
-    out.push(b'[');
-    for (index, operation) in patch.0.iter().enumerate() {
-        if index > 0 {
-            out.push(b',');
-        }
-        let (op, path, value) = match operation {
-            PatchOperation::Add(add) => ("add", &add.path, Some(&add.value)),
-            PatchOperation::Remove(remove) => ("remove", &remove.path, None),
-            PatchOperation::Replace(replace) => ("replace", &replace.path, Some(&replace.value)),
-            // Never in a diff; written by serde.
-            other => {
-                serde_json::to_writer(&mut out, other)?;
-                continue;
-            }
-        };
-        out.extend_from_slice(b"{\"op\":\"");
-        out.extend_from_slice(op.as_bytes());
-        out.extend_from_slice(b"\",\"path\":");
-        write_str(&mut out, path.as_str())?;
-        if let Some(value) = value {
-            out.extend_from_slice(b",\"value\":");
-            write_value(&mut out, value)?;
-        }
-        out.push(b'}');
-    }
-    out.push(b']');
-    Ok(out)
-}
-
-/// `value` as serde_json writes it compactly.
-fn write_value(out: &mut Vec<u8>, value: &Value) -> Result<(), serde_json::Error> {
-    match value {
-        Value::String(text) => write_str(out, text)?,
-        Value::Array(items) => {
-            out.push(b'[');
-            for (index, item) in items.iter().enumerate() {
-                if index > 0 {
-                    out.push(b',');
-                }
-                write_value(out, item)?;
-            }
-            out.push(b']');
-        }
-        Value::Object(map) => {
-            out.push(b'{');
-            for (index, (key, item)) in map.iter().enumerate() {
-                if index > 0 {
-                    out.push(b',');
-                }
-                write_str(out, key)?;
-                out.push(b':');
-                write_value(out, item)?;
-            }
-            out.push(b'}');
-        }
-        // null, booleans and numbers: serde_json's own formatting.
-        scalar => serde_json::to_writer(out, scalar)?,
-    }
-    Ok(())
-}
-
-/// A JSON string: copied whole when nothing in it needs escaping, else
-/// escaped by serde_json.
-fn write_str(out: &mut Vec<u8>, text: &str) -> Result<(), serde_json::Error> {
-    // A fold without an early exit, which the compiler vectorizes.
-    let escapes = text.bytes().fold(false, |found, b| {
-        found | (b < 0x20) | (b == b'"') | (b == b'\\')
-    });
-    if escapes {
-        return serde_json::to_writer(out, text);
-    }
-    out.push(b'"');
-    out.extend_from_slice(text.as_bytes());
-    out.push(b'"');
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
@@ -370,29 +287,6 @@ mod tests {
                 "response": {"uid": "u1", "allowed": true},
             })
         );
-    }
-
-    #[test]
-    fn patches_encode_as_serde_json_writes_them() {
-        let patch: json_patch::Patch = serde_json::from_value(serde_json::json!([
-            {"op": "add", "path": "/metadata/labels/a~1b", "value": "plain"},
-            {"op": "replace", "path": "/spec/x", "value": {
-                "quote\"d": "tab\there \"and\" back\\slash \u{1} é 😀",
-                "n": [1, -2, 3.5, 1e300, 18446744073709551615u64, null, true, false],
-                "empty": {}, "list": [],
-            }},
-            {"op": "remove", "path": "/spec/containers/0"},
-            {"op": "move", "from": "/a", "path": "/b"},
-            {"op": "copy", "from": "/a", "path": "/c"},
-            {"op": "test", "path": "/a", "value": 1},
-        ]))
-        .unwrap();
-        assert_eq!(
-            String::from_utf8(encode_patch(&patch).unwrap()).unwrap(),
-            String::from_utf8(serde_json::to_vec(&patch).unwrap()).unwrap()
-        );
-        let empty = json_patch::Patch::default();
-        assert_eq!(encode_patch(&empty).unwrap(), b"[]");
     }
 
     #[test]
