@@ -51,7 +51,8 @@ pub(crate) fn between(admitted: &Value, mutated: &Value, changes: &[Change]) -> 
     }
     // The mutations annotation is written without a change of its own.
     let annotated = mutated
-        .pointer("/metadata/annotations")
+        .get("metadata")
+        .and_then(|m| m.get("annotations"))
         .and_then(|a| a.get(MUTATIONS_ANNOTATION))
         .is_some();
     if annotated {
