@@ -60,8 +60,12 @@ fuzz_target!(|data: &[u8]| {
     let Some(patch) = &with_patch.patch else {
         panic!("a mutated object without its patch");
     };
+    let patch = match patch.operations() {
+        Ok(operations) => operations,
+        Err(error) => panic!("the patch is not RFC 6902 JSON: {error}\npatch: {patch:?}"),
+    };
     let mut patched = object.clone();
-    if let Err(error) = json_patch::patch(&mut patched, patch) {
+    if let Err(error) = json_patch::patch(&mut patched, &patch) {
         panic!("the patch does not apply: {error}\npatch: {patch:?}\nobject: {object}");
     }
     assert_eq!(

@@ -31,7 +31,7 @@ use sartor_location::{Node, Path};
 
 use crate::condition::{agreed_nodes, may_write};
 use crate::matching::{MatchInput, input_written};
-use crate::mutator::Mutator;
+use crate::mutator::{Effect, Mutator};
 
 /// The most candidates a kind may have for a second pass to skip any of
 /// them: the relation grows with the square of their number.
@@ -52,13 +52,18 @@ pub(crate) struct Interference {
     disturbed_by: Vec<Option<Positions>>,
 }
 
-/// What a reader reads besides its location: the places of the labels its
-/// selectors read, and where its pathTests start.
+/// What a reader reads besides its location: the labels its selectors
+/// read, and where its pathTests start.
 struct Reads<'m> {
     mutator: &'m Mutator,
     /// `metadata.labels.<key>` for each label key its selectors read (a
     /// namespaceSelector's too: a Namespace is its own namespace).
     labels: Vec<Path>,
+    /// `metadata.labels` when it has selectors: they read every label's
+    /// value (a map holding a value that is not a string reads as no
+    /// labels at all), which only a removal can change, since the values
+    /// mutators add are strings.
+    label_map: Option<Path>,
     /// The shallowest depth a pathTest tests.
     shallowest_test: Option<usize>,
 }
@@ -133,12 +138,24 @@ impl<'m> Reads<'m> {
                 .ok()
             })
             .collect();
+        let label_map = mutator
+            .matcher()
+            .reads_labels()
+            .then(|| {
+                Path::from_nodes(vec![
+                    Node::Field("metadata".to_string()),
+                    Node::Field("labels".to_string()),
+                ])
+                .ok()
+            })
+            .flatten();
         let location = mutator.location();
         let shallowest_test =
             (0..location.len()).find(|depth| mutator.tests().condition_at(*depth).is_some());
         Reads {
             mutator,
             labels,
+            label_map,
             shallowest_test,
         }
     }
@@ -152,6 +169,12 @@ impl<'m> Reads<'m> {
             return true;
         }
         if self.labels.iter().any(|label| may_write(written, label)) {
+            return true;
+        }
+        if let Some(label_map) = &self.label_map
+            && writer.effect() == Effect::Remove
+            && may_write(written, label_map)
+        {
             return true;
         }
         let read = self.mutator.location();

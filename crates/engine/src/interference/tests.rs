@@ -156,6 +156,17 @@ fn labels_disturb_only_the_selectors_that_read_them() {
         );
     }
     assert_eq!(disturbs(&label("app"), &assign("spec.x")), Some(false));
+    // A removal may take away the one value that is not a string, which
+    // made every selector read no labels at all.
+    let removes = mutator(
+        "AssignMetadata",
+        "metadata.labels.bad",
+        json!({"assign": {"remove": true}}),
+    );
+    for field in ["labelSelector", "namespaceSelector"] {
+        assert_eq!(disturbs(&removes, &selects(field)), Some(true));
+    }
+    assert_eq!(disturbs(&removes, &assign("spec.x")), Some(false));
     // A label is a place like any other for the AssignMetadata reading it.
     assert_eq!(disturbs(&label("app"), &label("app")), Some(true));
     assert_eq!(disturbs(&label("tier"), &label("app")), Some(false));

@@ -334,3 +334,42 @@ fn the_mutations_annotation_lists_what_changed_the_object() {
     assert_eq!(again, out);
     assert!(!mutation.changed());
 }
+
+/// A label value that is not a string makes selectors read no labels at
+/// all; removing it in pass 1, after a mutator whose labelSelector failed on
+/// it, lets that mutator apply in pass 2, which must run for it.
+#[test]
+fn removing_a_label_that_hid_the_others_lets_an_earlier_selector_match() {
+    let system = system(&format!(
+        "{}---\n{}",
+        assign(
+            "x",
+            "spec.x",
+            "{assign: {value: 1}}\n  match: {labelSelector: {matchLabels: {app: web}}}"
+        ),
+        "apiVersion: mutations.sartor.dev/v1\nkind: AssignMetadata\nmetadata: {name: w}\n\
+         spec:\n  location: metadata.labels.bad\n  parameters: {assign: {remove: true}}\n"
+    ));
+    let object = json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "default", "labels": {"app": "web", "bad": 5}},
+        "spec": {},
+    });
+    let (mutated, mutation) = mutate(&system, &object, &Request::create(Some("default"))).unwrap();
+    assert_eq!(
+        mutated,
+        json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "p", "namespace": "default", "labels": {"app": "web"}},
+            "spec": {"x": 1},
+        })
+    );
+    assert_eq!(mutation.passes, 3);
+    assert_eq!(
+        trace(&mutation),
+        [
+            "1 AssignMetadata w metadata.labels.bad",
+            "2 Assign x spec.x"
+        ]
+    );
+}
