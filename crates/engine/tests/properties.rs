@@ -106,7 +106,7 @@ fn object_of(kind: &str, location: &str, parameters: Value) -> Option<MutatorObj
 }
 
 /// How many mutators [`pool`] holds.
-const POOL: usize = 29;
+const POOL: usize = 31;
 
 /// A pool of valid mutators over a small, shared vocabulary of fields, so
 /// generated sets interact (and sometimes conflict).
@@ -288,6 +288,20 @@ fn pool() -> Vec<Mutator> {
             "spec.containers[name: *].image",
             json!({"assignPath": "p"}),
         ),
+        // Takes away a label value that is not a string, which hid every
+        // label from the selectors (l3's `app` is on the generated Pods).
+        (
+            "AssignMetadata",
+            "m5",
+            "metadata.labels.bad",
+            json!({"assign": {"remove": true}}),
+        ),
+        (
+            "Assign",
+            "l3",
+            "spec.l3",
+            json!({"assign": {"value": "web"}}),
+        ),
     ];
     docs.into_iter()
         .map(|(kind, name, location, parameters)| {
@@ -296,6 +310,7 @@ fn pool() -> Vec<Mutator> {
                 && let Some(label) = match name {
                     "l1" => Some(("team", "a")),
                     "l2" => Some(("tier", "none")),
+                    "l3" => Some(("app", "web")),
                     _ => None,
                 }
             {
@@ -573,11 +588,16 @@ proptest! {
     fn convergence_agrees_with_gatekeepers_snapshot_per_pass_loop(
         picks in prop::collection::vec(0usize..POOL, 1..8),
         spec in spec(),
+        bad_label in any::<bool>(),
     ) {
         let system = system_of(&picks);
         let namespace = namespace();
         let request = request(&namespace);
         let mut fast = pod(spec);
+        fast["metadata"]["labels"] = match bad_label {
+            true => json!({"app": "web", "bad": 5}),
+            false => json!({"app": "web"}),
+        };
         let mut reference = fast.clone();
         // sartor runs no pass at all when nothing can apply to the kind.
         let got = mutate_in_place(&system, &mut fast, &request).map(|m| m.passes.max(1));
