@@ -30,7 +30,7 @@ use crate::patch::{self, Patch};
 use crate::request::{Admission, Gvk, Operation, Request};
 use crate::schema::{Binding, Entry, SchemaDb};
 use crate::targets::Targets;
-use crate::walk::WalkError;
+use crate::walk::{KeyReader, WalkError};
 
 /// The annotation listing the mutators that changed an object, when enabled.
 pub const MUTATIONS_ANNOTATION: &str = "sartor.dev/mutations";
@@ -560,13 +560,16 @@ impl System {
                 convergence.before_first_change(target);
                 let walked = run.apply(mutator, target)?;
                 let before = mutation.changes.len();
-                for changed in walked.changed {
-                    mutation.changes.push(Change {
-                        pass,
-                        mutator: Arc::clone(&candidate.id),
-                        location: Arc::clone(&candidate.location),
-                        keys: changed.keys(&candidate.location, target),
-                    });
+                if !walked.changed.is_empty() {
+                    let keys = KeyReader::new(&candidate.location, target);
+                    for changed in &walked.changed {
+                        mutation.changes.push(Change {
+                            pass,
+                            mutator: Arc::clone(&candidate.id),
+                            location: Arc::clone(&candidate.location),
+                            keys: keys.keys(changed),
+                        });
+                    }
                 }
                 let new = mutation.changes.get(before..).unwrap_or_default();
                 if pass == 1 && !new.is_empty() {

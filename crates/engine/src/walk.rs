@@ -189,19 +189,59 @@ impl Changed {
     /// the selector itself for an element without a string or integer key.
     /// What [`Changed::path`] pins, without building the path.
     pub fn keys(&self, location: &Path, object: &Value) -> Vec<KeyValue> {
-        if self.elements.is_empty() {
+        KeyReader::new(location, object).keys(self)
+    }
+}
+
+/// Reads the keys of a walk's changes ([`Changed::keys`]), finding the list
+/// of the location's first glob or exclusion once for all of them.
+#[derive(Debug)]
+pub struct KeyReader<'l, 'v> {
+    location: &'l Path,
+    /// The index of the location's first glob or exclusion.
+    first: usize,
+    /// The list it selects in, if the object has one there.
+    list: Option<&'v Value>,
+}
+
+// === impl KeyReader ===
+
+impl<'l, 'v> KeyReader<'l, 'v> {
+    /// The reader for changes at `location` in `object` (after the walk).
+    pub fn new(location: &'l Path, object: &'v Value) -> KeyReader<'l, 'v> {
+        let nodes = location.nodes();
+        let first = nodes
+            .iter()
+            .position(|node| matches!(node, Node::List(s) if !s.key_value.is_concrete()))
+            .unwrap_or(nodes.len());
+        // Without a glob or exclusion no change has keys: nothing to find.
+        let list = match nodes.get(..first) {
+            Some(before) if first < nodes.len() => before
+                .iter()
+                .try_fold(object, |current, node| step_concrete(current, node)),
+            _ => None,
+        };
+        KeyReader {
+            location,
+            first,
+            list,
+        }
+    }
+
+    /// [`Changed::keys`] of `changed`.
+    pub fn keys(&self, changed: &Changed) -> Vec<KeyValue> {
+        if changed.elements.is_empty() {
             return Vec::new();
         }
-        let mut elements = self.elements.iter();
-        let mut current = Some(object);
-        let mut keys = Vec::with_capacity(self.elements.len());
-        for node in location.nodes() {
-            if keys.len() == self.elements.len() {
+        let mut elements = changed.elements.iter();
+        let mut current = self.list;
+        let mut keys = Vec::with_capacity(changed.elements.len());
+        for node in self.location.nodes().get(self.first..).unwrap_or_default() {
+            if keys.len() == changed.elements.len() {
                 // Past the last glob or exclusion: nothing more to read.
                 break;
             }
             match node {
-                Node::Field(name) => current = current.and_then(|v| v.get(name)),
                 Node::List(selector) if !selector.key_value.is_concrete() => {
                     let element = elements
                         .next()
@@ -216,15 +256,20 @@ impl Changed {
                     });
                     current = element;
                 }
-                Node::List(selector) => {
-                    current = current.and_then(|v| {
-                        v.as_array()
-                            .and_then(|list| list.iter().find(|e| key_matches(e, selector)))
-                    });
-                }
+                node => current = current.and_then(|v| step_concrete(v, node)),
             }
         }
         keys
+    }
+}
+
+/// The value a field or a concrete selector leads to from `current`.
+fn step_concrete<'v>(current: &'v Value, node: &Node) -> Option<&'v Value> {
+    match node {
+        Node::Field(name) => current.get(name),
+        Node::List(selector) => current
+            .as_array()
+            .and_then(|list| list.iter().find(|e| key_matches(e, selector))),
     }
 }
 
