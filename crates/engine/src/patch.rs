@@ -364,23 +364,28 @@ impl<'a> Touched<'a> {
             {
                 // Touched fields in key order, which is the right object's
                 // order (as json_patch): added or changed ones first...
+                let mut removed = false;
                 for (key, touched) in &self.fields {
+                    let left_value = left.get(*key);
                     let Some(right_value) = right.get(*key) else {
+                        removed |= left_value.is_some();
                         continue;
                     };
                     pointer.push_back(*key);
-                    match left.get(*key) {
+                    match left_value {
                         Some(left_value) => touched.diff(left_value, right_value, pointer, patch),
                         None => patch.add(pointer, right_value),
                     }
                     pointer.pop_back();
                 }
-                // ...then removed ones, in the left object's order.
-                for (key, _) in &self.fields {
-                    if left.contains_key(*key) && !right.contains_key(*key) {
-                        pointer.push_back(*key);
-                        patch.remove(pointer);
-                        pointer.pop_back();
+                // ...then removed ones (rare), in the left object's order.
+                if removed {
+                    for (key, _) in &self.fields {
+                        if left.contains_key(*key) && !right.contains_key(*key) {
+                            pointer.push_back(*key);
+                            patch.remove(pointer);
+                            pointer.pop_back();
+                        }
                     }
                 }
             }
