@@ -9,6 +9,11 @@
 # time POSTing the same realistic Pod AdmissionReview, and prints a table:
 # requests/s, the share of the floor's, p50 and p99.
 #
+# It also reads the server's own CPU time (user + system, /proc/PID/stat)
+# around each wrk run and prints it per request: what the server spends,
+# without the load generator's share of the two cores, and much less moved
+# by other work on the machine than requests/s (which is time-sliced).
+#
 # BINS="before=/path/to/sartor after=/other/sartor" compares binaries in one
 # run (each set runs once per binary, in turn; each binary's floor is its own);
 # by default the binary is built from this checkout. ROUNDS=N repeats the
@@ -28,6 +33,9 @@ server=
 trap 'kill $server 2>/dev/null || true; rm -rf "$work"' EXIT
 python3 "$here/make-load.py" "$work"
 rounds=${ROUNDS:-1}
+ticks=$(getconf CLK_TCK)
+# The server's CPU time so far, in clock ticks (utime + stime).
+cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 round=1
 while [ "$round" -le "$rounds" ]; do
     for set in ${SETS:-empty typical heavy}; do
@@ -41,13 +49,18 @@ while [ "$round" -le "$rounds" ]; do
             until curl -sf http://127.0.0.1:18888/readyz >/dev/null; do sleep 0.1; done
             echo "== round $round, $set, $name: $(curl -s --cacert "$work/certs/ca.crt" \
                 https://localhost:18443/v1/mutate --data-binary @"$work/review.json" | head -c 120)..."
+            before=$(cpu $server)
             REVIEW="$work/review.json" wrk -t1 -c"$connections" -d"$duration" --latency \
                 -s "$here/post.lua" https://127.0.0.1:18443/v1/mutate | tee "$work/wrk.out"
+            after=$(cpu $server)
             curl -s http://127.0.0.1:18888/metrics | grep '^sartor_admission_requests_total'
             rps=$(awk '/^Requests\/sec/ {print $2}' "$work/wrk.out")
             p50=$(awk '$1 == "50%" {print $2}' "$work/wrk.out")
             p99=$(awk '$1 == "99%" {print $2}' "$work/wrk.out")
-            echo "$round $set $name $rps $p50 $p99" >>"$work/results"
+            requests=$(awk '/requests in/ {print $1}' "$work/wrk.out")
+            cpu_us=$(awk -v b="$before" -v a="$after" -v t="$ticks" -v n="$requests" \
+                'BEGIN {printf "%.1f", (a - b) * 1000000 / t / n}')
+            echo "$round $set $name $rps $p50 $p99 $cpu_us" >>"$work/results"
             kill -TERM $server
             wait $server || true
             server=
@@ -56,22 +69,23 @@ while [ "$round" -le "$rounds" ]; do
     round=$((round + 1))
 done
 echo
-echo "| round | binary | mutators | requests/s | vs its floor | p50 | p99 |"
-echo "|---|---|---|---:|---:|---:|---:|"
-awk '$2 == "empty" {floor[$1 " " $3] = $4}
-     {printf "| %s | %s | %s | %.0f | %.0f%% | %s | %s |\n", $1, $3, $2, $4,
-             100 * $4 / floor[$1 " " $3], $5, $6}' "$work/results"
+echo "| round | binary | mutators | requests/s | vs its floor | p50 | p99 | server CPU/request | floor's vs this |"
+echo "|---|---|---|---:|---:|---:|---:|---:|---:|"
+awk '$2 == "empty" {floor[$1 " " $3] = $4; cpu[$1 " " $3] = $7}
+     {printf "| %s | %s | %s | %.0f | %.0f%% | %s | %s | %s µs | %.0f%% |\n", $1, $3, $2, $4,
+             100 * $4 / floor[$1 " " $3], $5, $6, $7, 100 * cpu[$1 " " $3] / $7}' "$work/results"
 # With several rounds, the median of each binary and set: a round's share of
 # its floor pairs two runs that minutes of a shared machine's noise apart can
 # move by a tenth.
 if [ "$rounds" -gt 1 ]; then
     echo
-    echo "| binary | mutators | median requests/s | median share of its floor | shares | median p99 |"
-    echo "|---|---|---:|---:|---|---:|"
+    echo "| binary | mutators | median requests/s | median share of its floor | shares | median p99 | median server CPU/request | floor's CPU/request vs this |"
+    echo "|---|---|---:|---:|---|---:|---:|---:|"
     python3 - "$work/results" <<'PY'
 import re, statistics, sys
 rows = [line.split() for line in open(sys.argv[1])]
 floor = {(r[0], r[2]): float(r[3]) for r in rows if r[1] == "empty"}
+floor_cpu = {(r[0], r[2]): float(r[6]) for r in rows if r[1] == "empty"}
 UNITS = {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60000.0}
 def ms(text):  # wrk writes 612.00us, 1.30ms, 1.20s, 1.50m
     number, unit = re.fullmatch(r"([0-9.]+)([a-z]+)", text).groups()
@@ -79,12 +93,15 @@ def ms(text):  # wrk writes 612.00us, 1.30ms, 1.20s, 1.50m
 seen = {}
 for r in rows:
     seen.setdefault((r[2], r[1]), []).append(
-        (float(r[3]), 100 * float(r[3]) / floor[(r[0], r[2])], ms(r[5])))
+        (float(r[3]), 100 * float(r[3]) / floor[(r[0], r[2])], ms(r[5]),
+         float(r[6]), 100 * floor_cpu[(r[0], r[2])] / float(r[6])))
 for (binary, mutators), runs in seen.items():
-    shares = ", ".join("%.0f%%" % share for _, share, _ in runs)
-    print("| %s | %s | %.0f | %.0f%% | %s | %.2f ms |" % (
-        binary, mutators, statistics.median(r for r, _, _ in runs),
-        statistics.median(s for _, s, _ in runs), shares,
-        statistics.median(p for _, _, p in runs)))
+    shares = ", ".join("%.0f%%" % run[1] for run in runs)
+    print("| %s | %s | %.0f | %.0f%% | %s | %.2f ms | %.1f µs | %.0f%% |" % (
+        binary, mutators, statistics.median(run[0] for run in runs),
+        statistics.median(run[1] for run in runs), shares,
+        statistics.median(run[2] for run in runs),
+        statistics.median(run[3] for run in runs),
+        statistics.median(run[4] for run in runs)))
 PY
 fi
