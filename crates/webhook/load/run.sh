@@ -11,8 +11,8 @@
 #
 # It also reads the server's own CPU time (user + system, /proc/PID/stat)
 # around each wrk run and prints it per request: what the server spends,
-# without the load generator's share of the two cores, and much less moved
-# by other work on the machine than requests/s (which is time-sliced).
+# without the load generator's share of the two cores (on a busy machine it
+# moves between rounds about as much as requests/s does).
 #
 # BINS="before=/path/to/sartor after=/other/sartor" compares binaries in one
 # run (each set runs once per binary, in turn; each binary's floor is its own);
