@@ -129,25 +129,12 @@ impl<'m> Reads<'m> {
             .matcher()
             .label_keys(true)
             .into_iter()
-            .filter_map(|key| {
-                Path::from_nodes(vec![
-                    Node::Field("metadata".to_string()),
-                    Node::Field("labels".to_string()),
-                    Node::Field(key.to_string()),
-                ])
-                .ok()
-            })
+            .filter_map(|key| fields(&["metadata", "labels", key]))
             .collect();
         let label_map = mutator
             .matcher()
             .reads_labels()
-            .then(|| {
-                Path::from_nodes(vec![
-                    Node::Field("metadata".to_string()),
-                    Node::Field("labels".to_string()),
-                ])
-                .ok()
-            })
+            .then(|| fields(&["metadata", "labels"]))
             .flatten();
         let location = mutator.location();
         let shallowest_test =
@@ -212,6 +199,17 @@ impl<'m> Reads<'m> {
                 _ => false,
             })
     }
+}
+
+/// The path through these object fields.
+fn fields(names: &[&str]) -> Option<Path> {
+    Path::from_nodes(
+        names
+            .iter()
+            .map(|name| Node::Field(name.to_string()))
+            .collect(),
+    )
+    .ok()
 }
 
 #[cfg(test)]
