@@ -106,18 +106,19 @@ impl Patch {
     }
 
     fn add(&mut self, path: &Pointer, value: &Value) {
-        self.operation("add", path, Some(value));
+        self.operation("add", &path.escaped, Some(value));
     }
 
     fn remove(&mut self, path: &Pointer) {
-        self.operation("remove", path, None);
+        self.operation("remove", &path.escaped, None);
     }
 
     fn replace(&mut self, path: &Pointer, value: &Value) {
-        self.operation("replace", path, Some(value));
+        self.operation("replace", &path.escaped, Some(value));
     }
 
-    fn operation(&mut self, op: &str, path: &Pointer, value: Option<&Value>) {
+    /// One operation; `path` is an escaped JSON pointer.
+    fn operation(&mut self, op: &str, path: &str, value: Option<&Value>) {
         if self.operations > 0 {
             self.json.push(b',');
         }
@@ -125,7 +126,7 @@ impl Patch {
         self.json.extend_from_slice(b"{\"op\":\"");
         self.json.extend_from_slice(op.as_bytes());
         self.json.extend_from_slice(b"\",\"path\":");
-        write_str(&mut self.json, &path.escaped);
+        write_str(&mut self.json, path);
         if let Some(value) = value {
             self.json.extend_from_slice(b",\"value\":");
             write_value(&mut self.json, value);
@@ -146,15 +147,15 @@ impl From<&json_patch::Patch> for Patch {
         use json_patch::PatchOperation;
         let mut out = Patch::default();
         for operation in &patch.0 {
-            let pointer = |path: &json_patch::jsonptr::PointerBuf| Pointer {
-                escaped: path.as_str().to_string(),
-                starts: Vec::new(),
-            };
             match operation {
-                PatchOperation::Add(add) => out.add(&pointer(&add.path), &add.value),
-                PatchOperation::Remove(remove) => out.remove(&pointer(&remove.path)),
+                PatchOperation::Add(add) => {
+                    out.operation("add", add.path.as_str(), Some(&add.value))
+                }
+                PatchOperation::Remove(remove) => {
+                    out.operation("remove", remove.path.as_str(), None)
+                }
                 PatchOperation::Replace(replace) => {
-                    out.replace(&pointer(&replace.path), &replace.value)
+                    out.operation("replace", replace.path.as_str(), Some(&replace.value))
                 }
                 // Never in a diff; written by serde.
                 other => {
