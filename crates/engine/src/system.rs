@@ -484,7 +484,10 @@ impl System {
             mutation.protected = Some(protection);
             return Ok(mutation);
         }
-        let candidates = self.candidates(gvk, admission.operation);
+        let index = self.index(gvk);
+        let candidates: Vec<(usize, &Candidate)> = self
+            .candidate_iter(index, gvk, admission.operation)
+            .collect();
         if candidates.is_empty() {
             return Ok(mutation);
         }
@@ -530,7 +533,7 @@ impl System {
             mutation.passes = pass;
             let first_change = mutation.changes.len();
             let interference = match pass {
-                2 if !external => self.index(gvk).interference(),
+                2 if !external => index.interference(),
                 _ => None,
             };
             for (index, (position, candidate)) in candidates.iter().enumerate() {
@@ -657,24 +660,20 @@ impl System {
     /// needs the object's Namespace (a `namespaceSelector`, a value from the
     /// Namespace): a caller that must fetch the Namespace asks this first.
     pub fn needs_namespace(&self, gvk: &Gvk, operation: Operation) -> bool {
-        self.candidate_iter(gvk, Some(operation))
+        self.candidate_iter(self.index(gvk), gvk, Some(operation))
             .any(|(_, candidate)| candidate.mutator.needs_namespace())
     }
 
-    /// The mutators that may apply to `gvk` on `operation`, in order,
-    /// conflicting ones left out.
-    fn candidates(&self, gvk: &Gvk, operation: Option<Operation>) -> Vec<(usize, &Candidate)> {
-        self.candidate_iter(gvk, operation).collect()
-    }
-
-    /// [`System::candidates`], lazily: the one filter both callers share.
-    /// Each comes with its position in the kind's [`Index`].
+    /// The mutators of `index` (the one of `gvk`) that may apply on
+    /// `operation`, in order, conflicting ones left out: the one filter both
+    /// callers share. Each comes with its position in `index`.
     fn candidate_iter<'s, 'g>(
         &'s self,
+        index: &'s Index,
         gvk: &'g Gvk,
         operation: Option<Operation>,
     ) -> impl Iterator<Item = (usize, &'s Candidate)> + use<'s, 'g> {
-        self.index(gvk)
+        index
             .candidates
             .values()
             .enumerate()
