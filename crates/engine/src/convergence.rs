@@ -7,11 +7,12 @@
 //! - a later pass whose changes touch disjoint places cannot end where it
 //!   started (each place it changed holds a new value), so it has not
 //!   converged;
-//! - pass 1 is compared with the admitted object, which the caller still
-//!   holds;
+//! - pass 1 is compared with the admitted object through the originals of
+//!   the places changed ([`Originals::unchanged`]);
 //! - a later pass with overlapping changes (two mutators fighting over a
 //!   field) is compared with its start, rebuilt by replaying the earlier
-//!   passes from the admitted object (mutation is deterministic).
+//!   passes from the admitted object, itself rebuilt from the originals
+//!   (mutation is deterministic).
 //!
 //! Replays cost a pass each, so a set that keeps overlapping (an oscillation)
 //! switches to Gatekeeper's plain copy of each pass's start after
@@ -19,6 +20,7 @@
 
 use serde_json::Value;
 
+use crate::originals::Originals;
 use crate::system::{Change, Key, Step};
 
 /// Replays allowed before switching to a copy per pass.
@@ -26,9 +28,7 @@ const REPLAYS: u8 = 2;
 
 /// The convergence check of one mutation.
 #[derive(Debug)]
-pub(crate) struct Convergence<'a> {
-    /// The object as admitted: the start of pass 1.
-    admitted: &'a Value,
+pub(crate) struct Convergence {
     /// Replays left before copying each pass's start instead.
     replays: u8,
     /// The start of the current pass, when copies are being kept.
@@ -37,11 +37,10 @@ pub(crate) struct Convergence<'a> {
 
 // === impl Convergence ===
 
-impl<'a> Convergence<'a> {
-    /// The check for a mutation of `admitted`.
-    pub(crate) fn new(admitted: &'a Value) -> Convergence<'a> {
+impl Convergence {
+    /// The check for one mutation.
+    pub(crate) fn new() -> Convergence {
         Convergence {
-            admitted,
             replays: REPLAYS,
             start: None,
         }
@@ -57,8 +56,9 @@ impl<'a> Convergence<'a> {
     }
 
     /// Whether pass `pass`, which made `changes` and left `object`, ended
-    /// where it started. `replay(start, passes)` runs the first `passes`
-    /// passes again on `start`.
+    /// where it started. `originals` holds what every place changed since
+    /// admission held before; `replay(start, passes)` runs the first
+    /// `passes` passes again on `start`.
     ///
     /// # Errors
     /// What a replay fails with (it cannot, having succeeded once, but the
@@ -68,6 +68,7 @@ impl<'a> Convergence<'a> {
         pass: usize,
         changes: &[Change],
         object: &Value,
+        originals: &Originals<'_>,
         replay: &mut dyn FnMut(&mut Value, usize) -> Result<(), crate::MutateError>,
     ) -> Result<bool, crate::MutateError> {
         let kept = self.start.take();
@@ -77,18 +78,17 @@ impl<'a> Convergence<'a> {
         if let Some(start) = kept {
             return Ok(start == *object);
         }
-        // Pass 1 started from the admitted object, which is at hand: compare.
-        // The comparison stops at the first difference; it walks equal
-        // subtrees before it (in key order), which costs less than sorting
-        // many changes' paths.
+        // Pass 1 started from the admitted object: compare the places
+        // changed with their originals.
         if pass == 1 {
-            return Ok(self.admitted == object);
+            return Ok(originals.unchanged(object));
         }
         if !overlapping(changes) {
             return Ok(false);
         }
         self.replays = self.replays.saturating_sub(1);
-        let mut start = self.admitted.clone();
+        let mut start = object.clone();
+        originals.restore(&mut start);
         replay(&mut start, pass - 1)?;
         Ok(start == *object)
     }

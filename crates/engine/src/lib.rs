@@ -31,6 +31,7 @@ mod interference;
 pub mod labels;
 pub mod matching;
 pub mod mutator;
+mod originals;
 mod patch;
 pub mod request;
 pub mod schema;

@@ -23,6 +23,7 @@ use crate::condition::CompiledCondition;
 use crate::external::PlaceholderSetter;
 use crate::image::ImageError;
 use crate::matching::{MatchCompileError, MatchError, Matcher};
+use crate::originals::Originals;
 use crate::request::{Gvk, Operation, Request};
 use crate::walk::{self, WalkError, Walked};
 
@@ -666,25 +667,46 @@ impl Mutator {
     /// # Errors
     /// [`WalkError`] when the object does not fit the location.
     pub fn apply(&self, object: &mut Value, request: &Request<'_>) -> Result<Walked, WalkError> {
+        self.walk(object, request, None)
+    }
+
+    /// [`Mutator::apply`], saving in `originals` what each place held before
+    /// it first changed.
+    pub(crate) fn apply_saving<'s>(
+        &'s self,
+        object: &mut Value,
+        request: &Request<'_>,
+        originals: &mut Originals<'s>,
+    ) -> Result<Walked, WalkError> {
+        self.walk(object, request, Some(originals))
+    }
+
+    fn walk<'s>(
+        &'s self,
+        object: &mut Value,
+        request: &Request<'_>,
+        originals: Option<&mut Originals<'s>>,
+    ) -> Result<Walked, WalkError> {
+        let walk = |setter: &dyn walk::Setter, object: &mut Value| match originals {
+            Some(originals) => {
+                walk::mutate_saving(&self.location, &self.tests, setter, object, originals)
+            }
+            None => walk::mutate(&self.location, &self.tests, setter, object),
+        };
         match &self.action {
             Action::Assign(assign::ValueSource::Remove)
             | Action::AssignMetadata(assign::ValueSource::Remove) => {
-                walk::mutate(&self.location, &self.tests, &assign::RemoveSetter, object)
+                walk(&assign::RemoveSetter, object)
             }
             // A constant, the common case, straight to the walk: going
             // through `ValueSource::value`'s `Cow` made a small re-application
             // half again as slow (the returned Cow is read back through memory).
             Action::Assign(assign::ValueSource::Value(value))
-            | Action::AssignMetadata(assign::ValueSource::Value(value)) => walk::mutate(
-                &self.location,
-                &self.tests,
-                &assign::AssignSetter(value),
-                object,
-            ),
+            | Action::AssignMetadata(assign::ValueSource::Value(value)) => {
+                walk(&assign::AssignSetter(value), object)
+            }
             Action::Assign(assign::ValueSource::External(source))
-            | Action::AssignMetadata(assign::ValueSource::External(source)) => walk::mutate(
-                &self.location,
-                &self.tests,
+            | Action::AssignMetadata(assign::ValueSource::External(source)) => walk(
                 &PlaceholderSetter {
                     source,
                     username: request.username,
@@ -697,17 +719,10 @@ impl Mutator {
                 let Some(value) = source.value(object, request) else {
                     return Ok(Walked::default());
                 };
-                walk::mutate(
-                    &self.location,
-                    &self.tests,
-                    &assign::AssignSetter(&value),
-                    object,
-                )
+                walk(&assign::AssignSetter(&value), object)
             }
-            Action::ModifySet(setter) => walk::mutate(&self.location, &self.tests, setter, object),
-            Action::AssignImage(setter) => {
-                walk::mutate(&self.location, &self.tests, setter, object)
-            }
+            Action::ModifySet(setter) => walk(setter, object),
+            Action::AssignImage(setter) => walk(setter, object),
         }
     }
 }

@@ -1,13 +1,11 @@
-//! The RFC 6902 patch of a mutation, diffing only where the mutation changed
-//! something.
+//! The RFC 6902 patch of a mutation, diffing only the places it changed.
 //!
-//! Every change the engine makes is recorded with its path, so two objects
-//! that differ only under those paths need not be compared anywhere else.
-//! [`between`] follows the changed paths' leading fields down both objects and
-//! diffs only below them (at the first list or the changed place itself),
-//! skipping equal subtrees. The result is the same patch `json_patch::diff` of
-//! the whole objects gives, in the same order: both walk an object's keys in
-//! order, and the parts left out are equal. Every test of the engine that
+//! The engine changes the object in place and saves what each place held
+//! before its first change ([`Originals`]); outside those places the object
+//! is as admitted. [`between`] diffs each saved place's original against what
+//! it holds now, in the order `json_patch::diff` of the whole objects would
+//! reach it, and writes nothing for the rest, which is equal. The result is
+//! that diff's patch, operation for operation. Every test of the engine that
 //! mutates checks this (`tests/engine/in_place.rs`).
 //!
 //! The patch is written as JSON while it is found, as `serde_json` would
@@ -15,11 +13,9 @@
 //! carries it as that text, so no operation, pointer or value is built or
 //! copied on the way.
 
-use std::iter::Peekable;
-
 use serde_json::Value;
 
-use crate::system::{Change, Key, MUTATIONS_ANNOTATION, Step};
+use crate::originals::{At, Originals};
 
 /// An RFC 6902 JSON patch, held as its JSON text.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,39 +25,97 @@ pub struct Patch {
     operations: usize,
 }
 
-/// The places changes were made under, as a tree: a leaf is diffed whole.
-#[derive(Debug, Default)]
-struct Touched<'a> {
-    /// Diff everything below this point.
-    whole: bool,
-    /// The object fields changed under, sorted by name (few: a sorted
-    /// list costs less to build than a map).
-    fields: Vec<(&'a str, Touched<'a>)>,
-    /// The list elements changed under, by key field and key. A list with
-    /// an element added, replaced or removed (a change ending at the
-    /// element) or visited without a usable key is diffed whole instead.
-    elements: Vec<(&'a str, Key<'a>, Touched<'a>)>,
-}
+/// A saved place: its path and its original value (`None`: absent).
+type Place<'p, 's> = (&'p [At<'s>], Option<&'p Value>);
 
-/// The patch from `admitted` to `mutated`, given every change made between them.
-pub(crate) fn between(admitted: &Value, mutated: &Value, changes: &[Change]) -> Patch {
-    let mut touched = Touched::default();
-    for change in changes {
-        touched.insert(change.steps());
-    }
-    // The mutations annotation is written without a change of its own.
-    let annotated = mutated
-        .get("metadata")
-        .and_then(|m| m.get("annotations"))
-        .and_then(|a| a.get(MUTATIONS_ANNOTATION))
-        .is_some();
-    if annotated {
-        touched.insert([Step::Field("metadata"), Step::Field("annotations")].into_iter());
-    }
+/// The patch from the admitted object to `mutated`, which differs from it
+/// only at the places `originals` saved.
+pub(crate) fn between(originals: &Originals<'_>, mutated: &Value) -> Patch {
+    let places = originals.sorted();
     let mut patch = Patch::default();
     let mut pointer = Pointer::default();
-    touched.diff(admitted, mutated, &mut pointer, &mut patch);
+    match places.as_slice() {
+        // The whole object saved (never, from a walk): diff it whole.
+        [([], Some(original)), ..] => diff_below(original, mutated, &mut pointer, &mut patch),
+        places => diff_places(places, 0, mutated, &mut pointer, &mut patch),
+    }
     patch.finish()
+}
+
+/// Diffs `places` (sorted, each below the place at `depth` that holds
+/// `current`) where they are. `current` is as admitted but for them.
+fn diff_places(
+    places: &[Place<'_, '_>],
+    depth: usize,
+    current: &Value,
+    pointer: &mut Pointer,
+    patch: &mut Patch,
+) {
+    // Places under one field or element come together; a saved place is
+    // alone under its step (none is inside another). Fields come in key
+    // order, which is the object's (as json_patch): added or changed ones
+    // first...
+    let mut removed = false;
+    let mut rest = places;
+    while let Some(at) = rest.first().and_then(|(path, _)| path.get(depth)).copied() {
+        let end = rest
+            .iter()
+            .position(|(path, _)| path.get(depth) != Some(&at))
+            .unwrap_or(rest.len());
+        let (group, tail) = rest.split_at(end);
+        rest = tail;
+        let child = step(current, at);
+        match (group, child) {
+            ([(path, original)], child) if path.len() == depth + 1 => match (original, child) {
+                (Some(original), Some(child)) => {
+                    push(pointer, at);
+                    diff_below(original, child, pointer, patch);
+                    pointer.pop_back();
+                }
+                (None, Some(child)) => {
+                    push(pointer, at);
+                    patch.add(pointer, child);
+                    pointer.pop_back();
+                }
+                (Some(_), None) => removed = true,
+                (None, None) => {}
+            },
+            (group, Some(child)) => {
+                push(pointer, at);
+                diff_places(group, depth + 1, child, pointer, patch);
+                pointer.pop_back();
+            }
+            // A place's parents are never taken away.
+            (_, None) => {}
+        }
+    }
+    // ...then removed ones (rare), in key order too.
+    if removed {
+        for (path, original) in places {
+            if let (true, Some(_), Some(&at)) = (path.len() == depth + 1, original, path.get(depth))
+                && step(current, at).is_none()
+            {
+                push(pointer, at);
+                patch.remove(pointer);
+                pointer.pop_back();
+            }
+        }
+    }
+}
+
+/// What `at` leads to from `current`.
+fn step<'v>(current: &'v Value, at: At<'_>) -> Option<&'v Value> {
+    match at {
+        At::Field(name) => current.as_object()?.get(name),
+        At::Index(index) => current.as_array()?.get(index),
+    }
+}
+
+fn push(pointer: &mut Pointer, at: At<'_>) {
+    match at {
+        At::Field(name) => pointer.push_back(name),
+        At::Index(index) => pointer.push_back(index),
+    }
 }
 
 // === impl Patch ===
@@ -295,167 +349,6 @@ impl Token for usize {
     }
 }
 
-// === impl Touched ===
-
-impl<'a> Touched<'a> {
-    fn insert(&mut self, steps: impl Iterator<Item = Step<'a>>) {
-        self.insert_steps(&mut steps.peekable());
-    }
-
-    fn insert_steps<I: Iterator<Item = Step<'a>>>(&mut self, steps: &mut Peekable<I>) {
-        if self.whole {
-            return;
-        }
-        let Some(step) = steps.next() else {
-            return self.make_whole();
-        };
-        let last = steps.peek().is_none();
-        match step {
-            Step::Field(name) if self.elements.is_empty() => {
-                // Changes by one mutator share its location's names: compare
-                // the pointers first.
-                let found =
-                    self.fields
-                        .binary_search_by(|(field, _)| match std::ptr::eq(*field, name) {
-                            true => std::cmp::Ordering::Equal,
-                            false => (*field).cmp(name),
-                        });
-                match found.map(|index| self.fields.get_mut(index)) {
-                    Ok(Some((_, touched))) => touched.insert_steps(steps),
-                    Ok(None) => {}
-                    Err(index) => {
-                        let mut touched = Touched::default();
-                        touched.insert_steps(steps);
-                        self.fields.insert(index, (name, touched));
-                    }
-                }
-            }
-            Step::Element(field, key) if !last && key != Key::Open && self.fields.is_empty() => {
-                match self
-                    .elements
-                    .iter_mut()
-                    .find(|(f, k, _)| *f == field && *k == key)
-                {
-                    Some((_, _, touched)) => touched.insert_steps(steps),
-                    None => {
-                        let mut touched = Touched::default();
-                        touched.insert_steps(steps);
-                        self.elements.push((field, key, touched));
-                    }
-                }
-            }
-            // The element itself changed, or this place is reached both as
-            // an object and as a list.
-            _ => self.make_whole(),
-        }
-    }
-
-    fn make_whole(&mut self) {
-        self.whole = true;
-        self.fields.clear();
-        self.elements.clear();
-    }
-
-    fn diff(&self, left: &Value, right: &Value, pointer: &mut Pointer, patch: &mut Patch) {
-        match (left, right) {
-            // A place touched as the other shape than it has (not reached
-            // by a walk, which makes such a place whole) is diffed whole.
-            (Value::Object(left), Value::Object(right))
-                if !self.whole && self.elements.is_empty() =>
-            {
-                // Touched fields in key order, which is the right object's
-                // order (as json_patch): added or changed ones first...
-                let mut removed = false;
-                for (key, touched) in &self.fields {
-                    let left_value = left.get(*key);
-                    let Some(right_value) = right.get(*key) else {
-                        removed |= left_value.is_some();
-                        continue;
-                    };
-                    pointer.push_back(*key);
-                    match left_value {
-                        Some(left_value) => touched.diff(left_value, right_value, pointer, patch),
-                        None => patch.add(pointer, right_value),
-                    }
-                    pointer.pop_back();
-                }
-                // ...then removed ones (rare), in the left object's order.
-                if removed {
-                    for (key, _) in &self.fields {
-                        if left.contains_key(*key) && !right.contains_key(*key) {
-                            pointer.push_back(*key);
-                            patch.remove(pointer);
-                            pointer.pop_back();
-                        }
-                    }
-                }
-            }
-            (Value::Array(left), Value::Array(right)) if !self.whole && self.fields.is_empty() => {
-                match self.element_indexes(left, right) {
-                    // Elements kept their places: json_patch diffs a list
-                    // index by index, and only these may differ.
-                    Some(indexes) => {
-                        for (index, touched) in indexes {
-                            if let (Some(l), Some(r)) = (left.get(index), right.get(index)) {
-                                pointer.push_back(index);
-                                touched.diff(l, r, pointer, patch);
-                                pointer.pop_back();
-                            }
-                        }
-                    }
-                    None => diff_lists(left, right, pointer, patch),
-                }
-            }
-            _ if left != right => diff_below(left, right, pointer, patch),
-            _ => {}
-        }
-    }
-
-    /// Where each touched element is, in index order, when it is at the
-    /// same index in both lists and is the only element with its key in
-    /// each, no two selectors name one element, and the lists are as long:
-    /// then no element was added, removed or moved. `None` otherwise (a
-    /// change renamed an element, or created it).
-    fn element_indexes<'t>(
-        &'t self,
-        left: &[Value],
-        right: &[Value],
-    ) -> Option<Vec<(usize, &'t Touched<'a>)>> {
-        if left.len() != right.len() {
-            return None;
-        }
-        let only = |list: &[Value], field: &str, key: Key<'_>| -> Option<usize> {
-            let mut found = None;
-            for (index, element) in list.iter().enumerate() {
-                if element.get(field).is_some_and(|value| key.equals(value)) {
-                    if found.is_some() {
-                        return None;
-                    }
-                    found = Some(index);
-                }
-            }
-            found
-        };
-        let mut indexes = self
-            .elements
-            .iter()
-            .map(|(field, key, touched)| {
-                let index = only(left, field, *key)?;
-                (only(right, field, *key)? == index).then_some((index, touched))
-            })
-            .collect::<Option<Vec<_>>>()?;
-        // Two selectors (on different key fields) of one element: whole.
-        indexes.sort_unstable_by_key(|(index, _)| *index);
-        if indexes
-            .windows(2)
-            .any(|pair| matches!(pair, [a, b] if a.0 == b.0))
-        {
-            return None;
-        }
-        Some(indexes)
-    }
-}
-
 /// What `json_patch::diff` gives for two values at `pointer`, in the same
 /// order, skipping equal subtrees by comparing them first (a linear walk,
 /// cheaper than diffing them key by key).
@@ -509,18 +402,21 @@ fn diff_lists(left: &[Value], right: &[Value], pointer: &mut Pointer, patch: &mu
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::MutatorId;
-    use sartor_api::MutatorKind;
-    use sartor_location::Path;
+    use crate::MUTATIONS_ANNOTATION;
+    use crate::originals;
     use serde_json::json;
 
-    fn changes(paths: &[&str]) -> Vec<Change> {
-        let id = std::sync::Arc::new(MutatorId::new(MutatorKind::Assign, "a"));
-        paths
-            .iter()
-            .map(|p| Change::new(1, id.clone(), Path::parse(p).unwrap().into(), Vec::new()))
-            .collect()
+    /// The patch from `before` to `after`, which differ only at `places`,
+    /// each saved with what `before` holds there.
+    fn patch_of(before: &Value, after: &Value, places: &[&[At<'static>]]) -> Patch {
+        let mut saved = Originals::default();
+        for path in places {
+            saved.save(path, || originals::get(before, path).cloned());
+        }
+        between(&saved, after)
     }
+
+    use At::{Field as F, Index as I};
 
     #[test]
     fn the_patch_is_the_whole_diff_restricted_to_changed_places() {
@@ -534,23 +430,78 @@ mod tests {
             "spec": {"containers": [{"name": "app", "image": "a:2", "imagePullPolicy": "Always"}],
                      "priority": 5},
         });
-        let patch = between(
+        let patch = patch_of(
             &before,
             &after,
-            &changes(&[
-                "metadata.labels.team",
-                "spec.containers[name: app].image",
-                "spec.containers[name: app].imagePullPolicy",
-                "spec.dnsPolicy",
-                "spec.x",
-                "spec.priority",
-            ]),
+            &[
+                &[F("spec"), F("x")],
+                &[F("metadata"), F("labels"), F("team")],
+                &[F("spec"), F("containers"), I(0), F("image")],
+                &[F("spec"), F("containers"), I(0), F("imagePullPolicy")],
+                &[F("spec"), F("dnsPolicy")],
+                &[F("metadata"), F("annotations")],
+                &[F("spec"), F("priority")],
+            ],
         );
         assert_eq!(
             patch.operations().unwrap(),
             json_patch::diff(&before, &after)
         );
         assert_eq!(patch.len(), 7, "{patch:?}");
+    }
+
+    #[test]
+    fn only_the_places_saved_are_diffed() {
+        let container = |name: &str, image: &str, env: Value| json!({"name": name, "image": image, "env": env, "ports": [{"containerPort": 80}]});
+        let before = json!({"spec": {"containers": [
+            container("a", "a:1", json!([{"name": "X", "value": "1"}])),
+            container("b", "b:1", json!([])),
+            container("c", "c:1", json!([])),
+        ]}});
+        let after = json!({"spec": {"containers": [
+            container("a", "a:1", json!([{"name": "X", "value": "1"}, {"name": "Y", "value": "2"}])),
+            // Not saved: taken as unchanged.
+            container("b", "b:2", json!([])),
+            container("c", "mirror/c:1", json!([])),
+        ]}});
+        let patch = patch_of(
+            &before,
+            &after,
+            &[
+                &[F("spec"), F("containers"), I(2), F("image")],
+                &[F("spec"), F("containers"), I(0), F("env")],
+            ],
+        );
+        assert_eq!(
+            serde_json::from_slice::<Value>(patch.json()).unwrap(),
+            json!([
+                {"op": "add", "path": "/spec/containers/0/env/1", "value": {"name": "Y", "value": "2"}},
+                {"op": "replace", "path": "/spec/containers/2/image", "value": "mirror/c:1"},
+            ])
+        );
+    }
+
+    #[test]
+    fn a_place_holding_its_original_again_adds_nothing() {
+        let before = json!({"spec": {"a": 1, "b": {"c": [1]}}});
+        let patch = patch_of(
+            &before,
+            &before,
+            &[&[F("spec"), F("a")], &[F("spec"), F("b")], &[F("spec"), F("z")]],
+        );
+        assert!(patch.is_empty());
+        assert_eq!(patch.json(), b"[]");
+    }
+
+    #[test]
+    fn a_change_at_the_root_of_a_missing_parent_adds_it_whole() {
+        let before = json!({"kind": "Pod"});
+        let after = json!({"kind": "Pod", "spec": {"a": {"b": 1}}});
+        let patch = patch_of(&before, &after, &[&[F("spec")]]);
+        assert_eq!(
+            patch.operations().unwrap(),
+            json_patch::diff(&before, &after)
+        );
     }
 
     fn json() -> impl proptest::strategy::Strategy<Value = Value> {
@@ -631,106 +582,4 @@ mod tests {
         assert_eq!(pointer.escaped.as_str(), "");
     }
 
-    fn keyed_changes(paths: &[(&str, &[&str])]) -> Vec<Change> {
-        let id = std::sync::Arc::new(MutatorId::new(MutatorKind::Assign, "a"));
-        paths
-            .iter()
-            .map(|(p, keys)| {
-                let keys = keys
-                    .iter()
-                    .map(|k| sartor_location::KeyValue::String((*k).to_string()))
-                    .collect();
-                Change::new(1, id.clone(), Path::parse(p).unwrap().into(), keys)
-            })
-            .collect()
-    }
-
-    #[test]
-    fn only_the_elements_changed_inside_are_diffed_when_none_moved() {
-        let container = |name: &str, image: &str, env: Value| json!({"name": name, "image": image, "env": env, "ports": [{"containerPort": 80}]});
-        let before = json!({"spec": {"containers": [
-            container("a", "a:1", json!([{"name": "X", "value": "1"}])),
-            container("b", "b:1", json!([])),
-            container("c", "c:1", json!([])),
-        ]}});
-        let after = json!({"spec": {"containers": [
-            container("a", "a:1", json!([{"name": "X", "value": "1"}, {"name": "Y", "value": "2"}])),
-            container("b", "b:1", json!([])),
-            container("c", "mirror/c:1", json!([])),
-        ]}});
-        let touched = keyed_changes(&[
-            ("spec.containers[name: *].image", &["c"]),
-            ("spec.containers[name: *].env[name: Y]", &["a"]),
-        ]);
-        let patch = between(&before, &after, &touched);
-        assert_eq!(
-            patch.operations().unwrap(),
-            json_patch::diff(&before, &after)
-        );
-        assert_eq!(
-            serde_json::from_slice::<Value>(patch.json()).unwrap(),
-            json!([
-                {"op": "add", "path": "/spec/containers/0/env/1", "value": {"name": "Y", "value": "2"}},
-                {"op": "replace", "path": "/spec/containers/2/image", "value": "mirror/c:1"},
-            ])
-        );
-    }
-
-    #[test]
-    fn a_list_whose_elements_moved_or_share_a_key_is_diffed_whole() {
-        // Renamed: the key changed is not found in the admitted list.
-        let before = json!({"l": [{"name": "a", "v": 1}, {"name": "b", "v": 1}]});
-        let after = json!({"l": [{"name": "a", "v": 1}, {"name": "c", "v": 2}]});
-        let touched = keyed_changes(&[("l[name: *].name", &["c"]), ("l[name: *].v", &["c"])]);
-        assert_eq!(
-            between(&before, &after, &touched).operations().unwrap(),
-            json_patch::diff(&before, &after)
-        );
-        // Two elements with the key changed.
-        let before = json!({"l": [{"name": "a", "v": 1}, {"name": "a", "v": 1}]});
-        let after = json!({"l": [{"name": "a", "v": 1}, {"name": "a", "v": 2}]});
-        let touched = keyed_changes(&[("l[name: *].v", &["a"])]);
-        assert_eq!(
-            between(&before, &after, &touched).operations().unwrap(),
-            json_patch::diff(&before, &after)
-        );
-        // One element named by two key fields: diffed once.
-        let before = json!({"l": [{"name": "a", "id": 1, "v": 1, "w": 1}]});
-        let after = json!({"l": [{"name": "a", "id": 1, "v": 2, "w": 2}]});
-        let touched = keyed_changes(&[("l[name: a].w", &[]), ("l[id: 1].v", &[])]);
-        assert_eq!(
-            between(&before, &after, &touched).operations().unwrap(),
-            json_patch::diff(&before, &after)
-        );
-        // An element added: the change ends at it.
-        let before = json!({"l": [{"name": "a"}]});
-        let after = json!({"l": [{"name": "b"}, {"name": "a"}]});
-        let touched = keyed_changes(&[("l[name: b]", &[])]);
-        assert_eq!(
-            between(&before, &after, &touched).operations().unwrap(),
-            json_patch::diff(&before, &after)
-        );
-    }
-
-    #[test]
-    fn a_change_at_the_root_of_a_missing_parent_adds_it_whole() {
-        let before = json!({"kind": "Pod"});
-        let after = json!({"kind": "Pod", "spec": {"a": {"b": 1}}});
-        let patch = between(&before, &after, &changes(&["spec.a.b"]));
-        assert_eq!(
-            patch.operations().unwrap(),
-            json_patch::diff(&before, &after)
-        );
-    }
-
-    #[test]
-    fn a_field_replacing_a_scalar_parent_is_diffed_there() {
-        let before = json!({"spec": "text"});
-        let after = json!({"spec": {"a": 1}});
-        let patch = between(&before, &after, &changes(&["spec.a"]));
-        assert_eq!(
-            patch.operations().unwrap(),
-            json_patch::diff(&before, &after)
-        );
-    }
 }

@@ -21,15 +21,12 @@ pub struct Gvk {
     pub kind: String,
 }
 
-/// One object to mutate, and everything about its admission: the one input
-/// of [`System::mutate`](crate::System::mutate), built the same way by the
-/// webhook, `sartor mutate` and `sartor test`.
+/// Everything about one object's admission but the object itself: what
+/// [`System::mutate`](crate::System::mutate) takes beside the object, built
+/// the same way by the webhook, `sartor mutate` and `sartor test`.
 #[derive(Clone)]
 pub struct Admission<'a> {
-    /// The object as admitted. The engine never changes it: it copies it once,
-    /// when a mutator first applies, and compares against it.
-    pub object: &'a Value,
-    /// The object's kind, read once from `object` by [`Admission::new`].
+    /// The object's kind, read once from the object by [`Admission::new`].
     pub gvk: Gvk,
     /// CREATE or UPDATE; `None` for an object no operation admits (what
     /// expansion generates), which only mutators applying on every
@@ -40,11 +37,12 @@ pub struct Admission<'a> {
     /// The namespace it is admitted in: the admission request's (an object
     /// may omit `metadata.namespace`); `None` for cluster-scoped objects and
     /// Namespaces. [`Admission::new`] reads `metadata.namespace`.
-    pub namespace: Option<&'a str>,
+    pub namespace: Option<String>,
     /// Where the Namespace object is found; asked only when a mutator that
     /// may apply has a `namespaceSelector` or takes a value from it.
     pub namespaces: &'a dyn NamespaceLookup,
-    /// Whether to build the RFC 6902 patch from `object` to the result.
+    /// Whether to build the RFC 6902 patch from the admitted object to the
+    /// result.
     pub patch: bool,
     /// The requesting user's name (`userInfo.username`), the key of
     /// externalData with `dataSource: Username`; `""` offline.
@@ -144,16 +142,17 @@ impl fmt::Display for Gvk {
 
 impl<'a> Admission<'a> {
     /// A CREATE of the original `object`, admitted in its `metadata.namespace`
-    /// (none for a Namespace), with no Namespace objects and no patch.
-    pub fn new(object: &'a Value) -> Admission<'a> {
+    /// (none for a Namespace), with no Namespace objects and no patch. Reads
+    /// the object and keeps nothing of it.
+    pub fn new(object: &Value) -> Admission<'a> {
         let gvk = Gvk::of(object);
         let namespace = object
             .get("metadata")
             .and_then(|m| m.get("namespace"))
             .and_then(Value::as_str)
-            .filter(|ns| !ns.is_empty() && !gvk.is_namespace());
+            .filter(|ns| !ns.is_empty() && !gvk.is_namespace())
+            .map(str::to_string);
         Admission {
-            object,
             gvk,
             operation: Some(Operation::Create),
             source: Source::Original,
@@ -194,8 +193,11 @@ impl<'a> Admission<'a> {
 
     /// The same admission in `namespace` (the admission request's).
     #[must_use]
-    pub fn namespace(self, namespace: Option<&'a str>) -> Admission<'a> {
-        Admission { namespace, ..self }
+    pub fn namespace(self, namespace: Option<&str>) -> Admission<'a> {
+        Admission {
+            namespace: namespace.map(str::to_string),
+            ..self
+        }
     }
 
     /// The same admission, finding Namespace objects in `namespaces`.

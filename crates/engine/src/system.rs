@@ -10,7 +10,6 @@
 //! index also lists the mutators of every kind (AssignMetadata), so the
 //! indexes grow with kinds x AssignMetadata.
 
-use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::sync::{Arc, OnceLock};
@@ -26,6 +25,7 @@ use crate::external::{self, Asks, Resolution};
 use crate::interference::{Interference, Positions};
 use crate::matching::{self, MatchError, MatchInput, metadata_str};
 use crate::mutator::{Applies, Mutator, MutatorId, Operations};
+use crate::originals::{At, Originals};
 use crate::patch::{self, Patch};
 use crate::request::{Admission, Gvk, Operation, Request};
 use crate::schema::{Binding, Entry, SchemaDb};
@@ -99,18 +99,20 @@ pub struct Mutation {
     pub passes: usize,
     /// Every change, in the order it happened.
     pub changes: Vec<Change>,
-    /// The mutated object; `None` when it came out as it was admitted
-    /// (nothing applied, or the changes cancelled out).
-    pub object: Option<Value>,
-    /// The RFC 6902 patch from the admitted object to `object`, when the
-    /// admission asked for one ([`Admission::with_patch`]) and `object` is set.
+    /// Whether the object now differs from how it was admitted (`false`
+    /// when nothing applied, or the changes cancelled out).
+    pub mutated: bool,
+    /// The RFC 6902 patch from the admitted object to the mutated one, when
+    /// the admission asked for one ([`Admission::with_patch`]) and the
+    /// object was `mutated`.
     pub patch: Option<Patch>,
     /// The keys externalData mutators ask their providers for, once the
     /// object converged; empty when none applied.
     pub asks: Asks,
-    /// Whether a key in `asks` had no answer in the admission: then
-    /// `object` and `patch` are unset; ask the providers and mutate again
-    /// with their answers ([`Admission::answers`]).
+    /// Whether a key in `asks` had no answer in the admission: then the
+    /// object is put back as admitted and `patch` is unset; ask the
+    /// providers and mutate it again with their answers
+    /// ([`Admission::answers`]).
     pub unanswered: bool,
     /// Why no mutator ran, when the object is one sartor never mutates
     /// ([`sartor_api::protected`]); `None` for every other object.
@@ -152,17 +154,6 @@ pub(crate) enum Key<'a> {
     Integer(i64),
     String(&'a str),
     Open,
-}
-
-impl Key<'_> {
-    /// Whether an element's key field holding `value` has this key.
-    pub(crate) fn equals(self, value: &Value) -> bool {
-        match self {
-            Key::Integer(n) => value.as_i64() == Some(n),
-            Key::String(s) => value.as_str() == Some(s),
-            Key::Open => false,
-        }
-    }
 }
 
 /// Why an object could not be mutated; names the object.
@@ -460,15 +451,21 @@ impl System {
         schema.chain(conditions).collect()
     }
 
-    /// Mutates one admitted object: applies every matching mutator in order,
-    /// pass after pass, until a whole pass leaves the object as it found it.
-    /// The one entry point of the webhook, `sartor mutate` and `sartor test`.
+    /// Mutates one admitted object in place: applies every matching mutator
+    /// in order, pass after pass, until a whole pass leaves the object as it
+    /// found it. The one entry point of the webhook, `sartor mutate` and
+    /// `sartor test`.
     ///
     /// Matching is evaluated again in every pass, on the object as it is
     /// then. The number of passes is bounded by the number of mutators loaded
-    /// plus one, as in Gatekeeper. The admitted object is read, never changed:
-    /// it is copied once, when a mutator first applies. The Namespace is asked
-    /// for only when a mutator that may apply needs it.
+    /// plus one, as in Gatekeeper. The object is changed where it lies, never
+    /// copied: what each place held before its first change is saved, and
+    /// that is what the patch and the convergence check compare with. The
+    /// Namespace is asked for only when a mutator that may apply needs it.
+    ///
+    /// On an error, and when external data is
+    /// [`unanswered`](Mutation::unanswered), `object` is put back as
+    /// admitted.
     ///
     /// An object sartor never mutates ([`sartor_api::protected`]: its own
     /// API, Gatekeeper's policy objects, admission configuration) is left as
@@ -476,8 +473,11 @@ impl System {
     ///
     /// # Errors
     /// A [`MutateError`] naming the object and the mutator.
-    pub fn mutate(&self, admission: &Admission<'_>) -> Result<Mutation, MutateError> {
-        let admitted = admission.object;
+    pub fn mutate(
+        &self,
+        admission: &Admission<'_>,
+        object: &mut Value,
+    ) -> Result<Mutation, MutateError> {
         let gvk = &admission.gvk;
         let mut mutation = Mutation::default();
         if let Some(protection) = sartor_api::protected(&gvk.group, &gvk.kind) {
@@ -491,7 +491,8 @@ impl System {
         if candidates.is_empty() {
             return Ok(mutation);
         }
-        let namespace_object = match admission.namespace {
+        let namespace = admission.namespace.as_deref();
+        let namespace_object = match namespace {
             Some(name) if candidates.iter().any(|(_, c)| c.mutator.needs_namespace()) => {
                 admission.namespaces.namespace(name)
             }
@@ -500,23 +501,66 @@ impl System {
         let request = Request {
             operation: admission.operation,
             source: admission.source,
-            namespace: admission.namespace,
+            namespace,
             namespace_object,
             username: admission.username,
         };
         let external = candidates
             .iter()
             .any(|(_, c)| c.mutator.provider().is_some());
-        if external && external::holds_placeholder_field(admitted) {
-            return Err(fail(admitted, gvk, &request, Failure::ReservedField));
+        if external && external::holds_placeholder_field(object) {
+            return Err(fail(object, gvk, &request, Failure::ReservedField));
         }
         let run = Run {
             candidates: &candidates,
             gvk,
             request: &request,
         };
-        let mut object: Cow<'_, Value> = Cow::Borrowed(admitted);
-        let mut convergence = Convergence::new(admitted);
+        let mut originals = Originals::default();
+        let settled = self.settle(
+            &run,
+            index,
+            external,
+            admission.answers,
+            object,
+            &mut originals,
+            &mut mutation,
+        );
+        if let Err(error) = settled {
+            originals.restore(object);
+            return Err(error);
+        }
+        if mutation.unanswered {
+            originals.restore(object);
+            return Ok(mutation);
+        }
+        if admission.patch && !originals.is_empty() {
+            let patch = patch::between(&originals, object);
+            mutation.mutated = !patch.is_empty();
+            mutation.patch = Some(patch).filter(|_| mutation.mutated);
+        } else {
+            mutation.mutated = !originals.unchanged(object);
+        }
+        Ok(mutation)
+    }
+
+    /// [`System::mutate`]'s passes, until the object settles; then external
+    /// data is put in place and the annotation written. Saves what it changes
+    /// in `originals`; sets [`Mutation::unanswered`] (and stops) when a
+    /// provider must be asked first.
+    #[allow(clippy::too_many_arguments)]
+    fn settle<'s>(
+        &self,
+        run: &Run<'s>,
+        index: &Index,
+        external: bool,
+        answers: &dyn external::ProviderAnswers,
+        object: &mut Value,
+        originals: &mut Originals<'s>,
+        mutation: &mut Mutation,
+    ) -> Result<(), MutateError> {
+        let candidates = run.candidates;
+        let mut convergence = Convergence::new();
         // Whether each candidate matched when last asked. `match` reads only
         // the request and the object's name, generateName, namespace and
         // labels, so an answer holds until a change there (to the labels:
@@ -543,11 +587,11 @@ impl System {
                 {
                     continue;
                 }
-                let mutator = &candidate.mutator;
+                let mutator: &'s Mutator = &candidate.mutator;
                 let matches = match matched.get(index).copied().flatten() {
                     Some(matches) => matches,
                     None => {
-                        let matches = run.matches(mutator, &object)?;
+                        let matches = run.matches(mutator, object)?;
                         if mutator.conditions().is_empty()
                             && let Some(slot) = matched.get_mut(index)
                         {
@@ -559,12 +603,11 @@ impl System {
                 if !matches {
                     continue;
                 }
-                let target = object.to_mut();
-                convergence.before_first_change(target);
-                let walked = run.apply(mutator, target)?;
+                convergence.before_first_change(object);
+                let walked = run.apply(mutator, object, originals)?;
                 let before = mutation.changes.len();
                 if !walked.changed.is_empty() {
-                    let keys = KeyReader::new(&candidate.location, target);
+                    let keys = KeyReader::new(&candidate.location, object);
                     for changed in &walked.changed {
                         mutation.changes.push(Change {
                             pass,
@@ -581,7 +624,7 @@ impl System {
                 match new.iter().map(Change::match_input).max() {
                     Some(MatchInput::Identity) => matched.fill(None),
                     Some(MatchInput::Labels) => {
-                        for (slot, (_, candidate)) in matched.iter_mut().zip(&candidates) {
+                        for (slot, (_, candidate)) in matched.iter_mut().zip(candidates) {
                             if candidate.mutator.matcher().reads_labels() {
                                 *slot = None;
                             }
@@ -592,21 +635,21 @@ impl System {
             }
             let changes = mutation.changes.get(first_change..).unwrap_or_default();
             let mut replay = |start: &mut Value, passes: usize| run.replay(start, passes);
-            if convergence.converged(pass, changes, &object, &mut replay)? {
-                if external && let Cow::Owned(mutated) = &mut object {
-                    mutation.asks = external::asks(mutated);
+            if convergence.converged(pass, changes, object, originals, &mut replay)? {
+                if external && !originals.is_empty() {
+                    mutation.asks = external::asks(object);
                     if !mutation.asks.is_empty() {
-                        match external::resolve(mutated, admission.answers) {
+                        match external::resolve(object, answers) {
                             Resolution::Done => {}
                             Resolution::Unanswered => {
                                 mutation.unanswered = true;
-                                return Ok(mutation);
+                                return Ok(());
                             }
                             Resolution::Failed(message) => {
                                 return Err(fail(
-                                    mutated,
-                                    gvk,
-                                    &request,
+                                    object,
+                                    run.gvk,
+                                    run.request,
                                     Failure::ExternalData(message),
                                 ));
                             }
@@ -614,22 +657,9 @@ impl System {
                     }
                 }
                 if self.annotate && !mutation.changes.is_empty() {
-                    self.annotate_object(object.to_mut(), &mutation);
+                    self.annotate_object(object, mutation, originals);
                 }
-                if let Cow::Owned(mutated) = object {
-                    let patch = admission
-                        .patch
-                        .then(|| patch::between(admitted, &mutated, &mutation.changes));
-                    let changed = match &patch {
-                        Some(patch) => !patch.is_empty(),
-                        None => mutated != *admitted,
-                    };
-                    if changed {
-                        mutation.object = Some(mutated);
-                        mutation.patch = patch;
-                    }
-                }
-                return Ok(mutation);
+                return Ok(());
             }
         }
         let last = mutation.passes;
@@ -646,9 +676,9 @@ impl System {
             }
         }
         Err(fail(
-            &object,
-            gvk,
-            &request,
+            object,
+            run.gvk,
+            run.request,
             Failure::NotConverging {
                 passes: last,
                 changing,
@@ -694,7 +724,13 @@ impl System {
     /// Lists the mutators that changed the object, sorted, in the
     /// `sartor.dev/mutations` annotation: `Assign/always-pull:3, ...`
     /// (kind/name:generation, as Gatekeeper's `gatekeeper.sh/mutations`).
-    fn annotate_object(&self, object: &mut Value, mutation: &Mutation) {
+    /// Saves in `originals` what it replaces.
+    fn annotate_object<'s>(
+        &self,
+        object: &mut Value,
+        mutation: &Mutation,
+        originals: &mut Originals<'s>,
+    ) {
         let applied: BTreeSet<String> = mutation
             .changes
             .iter()
@@ -707,25 +743,56 @@ impl System {
                 format!("{}/{}:{generation}", c.mutator.kind, c.mutator.name)
             })
             .collect();
-        let value = applied.into_iter().collect::<Vec<_>>().join(", ");
+        let value = Value::String(applied.into_iter().collect::<Vec<_>>().join(", "));
+        const METADATA: At<'static> = At::Field("metadata");
+        const ANNOTATIONS: At<'static> = At::Field("annotations");
         let Value::Object(root) = object else {
             return;
         };
-        let metadata = root
-            .entry("metadata")
-            .or_insert_with(|| Value::Object(Map::new()));
-        let Value::Object(metadata) = metadata else {
-            return;
+        let metadata = match root.get_mut("metadata") {
+            Some(Value::Object(metadata)) => metadata,
+            Some(_) => return,
+            None => {
+                originals.save(&[METADATA], || None);
+                let mut metadata = Map::new();
+                metadata.insert("annotations".to_string(), Value::Object(Map::new()));
+                let Value::Object(metadata) =
+                    root.entry("metadata").or_insert(Value::Object(metadata))
+                else {
+                    return;
+                };
+                metadata
+            }
         };
-        let annotations = metadata
-            .entry("annotations")
-            .or_insert_with(|| Value::Object(Map::new()));
-        if annotations.is_null() {
-            *annotations = Value::Object(Map::new());
-        }
-        if let Value::Object(annotations) = annotations {
-            annotations.insert(MUTATIONS_ANNOTATION.to_string(), Value::String(value));
-        }
+        let annotations = match metadata.get_mut("annotations") {
+            Some(Value::Object(annotations)) => {
+                originals.save(
+                    &[METADATA, ANNOTATIONS, At::Field(MUTATIONS_ANNOTATION)],
+                    || annotations.get(MUTATIONS_ANNOTATION).cloned(),
+                );
+                annotations
+            }
+            Some(annotations @ Value::Null) => {
+                originals.save(&[METADATA, ANNOTATIONS], || Some(Value::Null));
+                *annotations = Value::Object(Map::new());
+                let Value::Object(annotations) = annotations else {
+                    return;
+                };
+                annotations
+            }
+            Some(_) => return,
+            None => {
+                originals.save(&[METADATA, ANNOTATIONS], || None);
+                let Value::Object(annotations) = metadata
+                    .entry("annotations")
+                    .or_insert(Value::Object(Map::new()))
+                else {
+                    return;
+                };
+                annotations
+            }
+        };
+        annotations.insert(MUTATIONS_ANNOTATION.to_string(), value);
     }
 }
 
@@ -765,7 +832,7 @@ impl Index {
 
 // === impl Run ===
 
-impl Run<'_> {
+impl<'a> Run<'a> {
     fn matches(&self, mutator: &Mutator, object: &Value) -> Result<bool, MutateError> {
         mutator
             .matches_in_scope(object, self.gvk, self.request)
@@ -780,20 +847,26 @@ impl Run<'_> {
             })
     }
 
+    /// Applies `mutator`, saving in `originals` what it changes first.
     fn apply(
         &self,
-        mutator: &Mutator,
+        mutator: &'a Mutator,
         object: &mut Value,
+        originals: &mut Originals<'a>,
     ) -> Result<crate::walk::Walked, MutateError> {
-        mutator.apply(object, self.request).map_err(|source| {
-            let mutator = mutator.id().clone();
-            fail(
-                object,
-                self.gvk,
-                self.request,
-                Failure::Apply { mutator, source },
-            )
-        })
+        mutator
+            .apply_saving(object, self.request, originals)
+            .map_err(|source| self.apply_failed(mutator, object, source))
+    }
+
+    fn apply_failed(&self, mutator: &Mutator, object: &Value, source: WalkError) -> MutateError {
+        let mutator = mutator.id().clone();
+        fail(
+            object,
+            self.gvk,
+            self.request,
+            Failure::Apply { mutator, source },
+        )
     }
 
     /// Runs the first `passes` passes again on `object`, to rebuild the state
@@ -801,8 +874,11 @@ impl Run<'_> {
     fn replay(&self, object: &mut Value, passes: usize) -> Result<(), MutateError> {
         for _ in 0..passes {
             for (_, candidate) in self.candidates {
-                if self.matches(&candidate.mutator, object)? {
-                    self.apply(&candidate.mutator, object)?;
+                let mutator = &candidate.mutator;
+                if self.matches(mutator, object)? {
+                    mutator
+                        .apply(object, self.request)
+                        .map_err(|source| self.apply_failed(mutator, object, source))?;
                 }
             }
         }
@@ -892,7 +968,7 @@ impl Change {
 
 impl Mutation {
     /// Whether any mutator changed the object, even if a later change undid
-    /// it (then `object` is `None`).
+    /// it (then it is not [`mutated`](Mutation::mutated)).
     pub fn changed(&self) -> bool {
         !self.changes.is_empty()
     }
@@ -935,16 +1011,16 @@ impl Mutation {
 // === impl ObjectRef ===
 
 impl ObjectRef {
-    /// Names the object of `admission`.
-    pub fn admitted(admission: &Admission<'_>) -> ObjectRef {
+    /// Names `object`, admitted as `admission` says.
+    pub fn admitted(object: &Value, admission: &Admission<'_>) -> ObjectRef {
         let request = Request {
             operation: admission.operation,
             source: admission.source,
-            namespace: admission.namespace,
+            namespace: admission.namespace.as_deref(),
             namespace_object: None,
             username: admission.username,
         };
-        ObjectRef::of(admission.object, &admission.gvk, &request)
+        ObjectRef::of(object, &admission.gvk, &request)
     }
 
     /// Names `object` of kind `gvk` in `request`'s namespace.

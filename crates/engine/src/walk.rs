@@ -22,6 +22,8 @@ use sartor_api::json_type as kind_of;
 use sartor_location::{Condition, KeyValue, ListSelector, Literal, Node, Path, PathTests};
 use serde_json::{Map, Value};
 
+use crate::originals::{At, Originals};
+
 /// How one mutator kind changes the value at the end of its location.
 pub trait Setter {
     /// Sets `key` in `object`; the location ends at this field. Returns
@@ -306,20 +308,43 @@ pub fn mutate(
     setter: &dyn Setter,
     object: &mut Value,
 ) -> Result<Walked, WalkError> {
-    let mut changed = Vec::new();
-    let applied = Walk {
+    Walk {
         location,
         tests,
         setter,
     }
-    .step(object, 0, None, &mut changed)?;
-    Ok(Walked { applied, changed })
+    .run(object, None)
 }
 
-struct Walk<'a> {
+/// [`mutate`], saving in `originals` what each place held before the walk
+/// first changed it.
+pub(crate) fn mutate_saving<'s>(
+    location: &'s Path,
+    tests: &PathTests,
+    setter: &dyn Setter,
+    object: &mut Value,
+    originals: &mut Originals<'s>,
+) -> Result<Walked, WalkError> {
+    Walk {
+        location,
+        tests,
+        setter,
+    }
+    .run(
+        object,
+        Some(&mut Trail {
+            path: Vec::new(),
+            originals,
+        }),
+    )
+}
+
+/// One walk: the location's names live for `'a`, what a saving walk saves
+/// paths with.
+struct Walk<'a, 'w> {
     location: &'a Path,
-    tests: &'a PathTests,
-    setter: &'a dyn Setter,
+    tests: &'w PathTests,
+    setter: &'w dyn Setter,
 }
 
 /// The list elements a glob (or exclusion) visit is inside, innermost first,
@@ -342,13 +367,47 @@ impl Frame<'_> {
     }
 }
 
-impl Walk<'_> {
+/// Where a saving walk is in the object, and where it saves originals.
+struct Trail<'s, 'o> {
+    path: Vec<At<'s>>,
+    originals: &'o mut Originals<'s>,
+}
+
+impl<'s> Trail<'s, '_> {
+    /// Saves the place at the trail, followed by `last` if given.
+    fn save(&mut self, last: Option<At<'s>>, original: impl FnOnce() -> Option<Value>) {
+        match last {
+            Some(last) => {
+                self.path.push(last);
+                self.originals.save(&self.path, original);
+                self.path.pop();
+            }
+            None => self.originals.save(&self.path, original),
+        }
+    }
+}
+
+impl<'a> Walk<'a, '_> {
+    fn run(
+        &self,
+        object: &mut Value,
+        trail: Option<&mut Trail<'a, '_>>,
+    ) -> Result<Walked, WalkError> {
+        let mut changed = Vec::new();
+        let applied = self.step(object, 0, None, &mut changed, trail)?;
+        Ok(Walked { applied, changed })
+    }
+
+    /// One node of the walk at `current`. `trail` is where `current` is in
+    /// the object, when saving; `None` below a place the walk created and has
+    /// not attached yet (nothing there to save).
     fn step(
         &self,
         current: &mut Value,
         depth: usize,
         frame: Option<&Frame<'_>>,
         changed: &mut Vec<Changed>,
+        mut trail: Option<&mut Trail<'a, '_>>,
     ) -> Result<bool, WalkError> {
         let Some(node) = self.location.nodes().get(depth) else {
             return Ok(false);
@@ -377,6 +436,9 @@ impl Walk<'_> {
                             return Ok(false);
                         }
                     }
+                    if let Some(trail) = trail.as_deref_mut() {
+                        trail.save(Some(At::Field(name)), || map.get(name.as_str()).cloned());
+                    }
                     let change =
                         self.setter
                             .set_value(map, name)
@@ -393,15 +455,25 @@ impl Walk<'_> {
                     if !self.tests.exists_ok(depth) {
                         return Ok(false);
                     }
-                    return self.step(next, depth + 1, frame, changed);
+                    if let Some(trail) = trail.as_deref_mut() {
+                        trail.path.push(At::Field(name));
+                    }
+                    let mutated = self.step(next, depth + 1, frame, changed, trail.as_deref_mut());
+                    if let Some(trail) = trail {
+                        trail.path.pop();
+                    }
+                    return mutated;
                 }
                 if !self.tests.missing_ok(depth) {
                     return Ok(false);
                 }
                 let mut next = self.missing(depth);
                 let before = changed.len();
-                let mutated = self.step(&mut next, depth + 1, frame, changed)?;
+                let mutated = self.step(&mut next, depth + 1, frame, changed, None)?;
                 if mutated {
+                    if let Some(trail) = trail {
+                        trail.save(Some(At::Field(name)), || None);
+                    }
                     map.insert(name.clone(), next);
                     // Creating the parents is a change even when the setter
                     // left its own field alone (a ModifySet prune).
@@ -419,7 +491,7 @@ impl Walk<'_> {
                     });
                 };
                 if last {
-                    let mutated = self.set_element(list, selector, depth)?;
+                    let mutated = self.set_element(list, selector, depth, trail)?;
                     if let Some(true) = mutated {
                         self.record(frame, changed);
                     }
@@ -438,18 +510,39 @@ impl Walk<'_> {
                             parent: frame,
                             element,
                         };
-                        mutated |= self.step(value, depth + 1, Some(&frame), changed)?;
+                        if let Some(trail) = trail.as_deref_mut() {
+                            trail.path.push(At::Index(element));
+                        }
+                        let stepped = self.step(
+                            value,
+                            depth + 1,
+                            Some(&frame),
+                            changed,
+                            trail.as_deref_mut(),
+                        );
+                        mutated |= stepped?;
+                        if let Some(trail) = trail.as_deref_mut() {
+                            trail.path.pop();
+                        }
                     }
                     return Ok(mutated);
                 }
                 let mut mutated = false;
                 let mut found = false;
-                for element in list.iter_mut() {
+                for (index, element) in list.iter_mut().enumerate() {
                     if key_matches(element, selector) {
                         if !self.tests.exists_ok(depth) {
                             return Ok(false);
                         }
-                        mutated |= self.step(element, depth + 1, frame, changed)?;
+                        if let Some(trail) = trail.as_deref_mut() {
+                            trail.path.push(At::Index(index));
+                        }
+                        let stepped =
+                            self.step(element, depth + 1, frame, changed, trail.as_deref_mut());
+                        mutated |= stepped?;
+                        if let Some(trail) = trail.as_deref_mut() {
+                            trail.path.pop();
+                        }
                         found = true;
                     }
                 }
@@ -459,7 +552,10 @@ impl Walk<'_> {
                     }
                     let mut next = self.missing(depth);
                     let before = changed.len();
-                    if self.step(&mut next, depth + 1, frame, changed)? {
+                    if self.step(&mut next, depth + 1, frame, changed, None)? {
+                        if let Some(trail) = trail {
+                            trail.save(None, || Some(Value::Array(list.clone())));
+                        }
                         list.push(next);
                         mutated = true;
                         if changed.len() == before {
@@ -480,10 +576,11 @@ impl Walk<'_> {
         list: &mut Vec<Value>,
         selector: &ListSelector,
         depth: usize,
+        mut trail: Option<&mut Trail<'a, '_>>,
     ) -> Result<Option<bool>, WalkError> {
         let at = || self.place(depth + 1);
         if self.setter.removes() {
-            return self.remove_elements(list, selector, depth);
+            return self.remove_elements(list, selector, depth, trail);
         }
         match selector.key_value {
             KeyValue::Glob => return Err(WalkError::GlobAtEnd { at: at() }),
@@ -523,12 +620,20 @@ impl Walk<'_> {
                 if existing_map == element {
                     return Ok(Some(false));
                 }
+                if let Some(trail) = trail.as_deref_mut() {
+                    trail.save(Some(At::Index(index)), || {
+                        Some(Value::Object(existing_map.clone()))
+                    });
+                }
                 existing_map.clone_from(element);
                 return Ok(Some(true));
             }
         }
         if !self.tests.missing_ok(depth) {
             return Ok(None);
+        }
+        if let Some(trail) = trail {
+            trail.save(None, || Some(Value::Array(list.clone())));
         }
         list.push(Value::Object(element.clone()));
         Ok(Some(true))
@@ -543,6 +648,7 @@ impl Walk<'_> {
         list: &mut Vec<Value>,
         selector: &ListSelector,
         depth: usize,
+        trail: Option<&mut Trail<'a, '_>>,
     ) -> Result<Option<bool>, WalkError> {
         let mut selected = Vec::new();
         for (index, element) in list.iter().enumerate() {
@@ -571,6 +677,9 @@ impl Walk<'_> {
         }
         if !self.tests.exists_ok(depth) {
             return Ok(None);
+        }
+        if let Some(trail) = trail {
+            trail.save(None, || Some(Value::Array(list.clone())));
         }
         let mut index = 0;
         list.retain(|_| {

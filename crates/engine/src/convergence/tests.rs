@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 
 use super::*;
 use crate::MutatorId;
+use crate::originals::At;
 
 /// A toy mutator: when `when`'s field holds its value (or always, when
 /// `when` is `None`), set `field` to `value`. Fights and chains of such
@@ -23,12 +24,18 @@ struct Writer {
     value: u8,
 }
 
-fn field(i: usize) -> String {
-    format!("f{i}")
+fn field(i: usize) -> &'static str {
+    ["f0", "f1", "f2"][i]
 }
 
-/// One pass of `writers` over `object`, with the changes it made.
-fn pass(writers: &[Writer], object: &mut Value, number: usize) -> Vec<Change> {
+/// One pass of `writers` over `object`, with the changes it made; saving
+/// originals as the engine's walk does, when given them.
+fn pass(
+    writers: &[Writer],
+    object: &mut Value,
+    number: usize,
+    mut originals: Option<&mut Originals<'static>>,
+) -> Vec<Change> {
     let mut changes = Vec::new();
     for (i, w) in writers.iter().enumerate() {
         let holds = w
@@ -36,6 +43,10 @@ fn pass(writers: &[Writer], object: &mut Value, number: usize) -> Vec<Change> {
             .is_none_or(|(f, v)| object.get(field(f)) == Some(&json!(v)));
         if !holds || object.get(field(w.field)) == Some(&json!(w.value)) {
             continue;
+        }
+        if let Some(originals) = originals.as_deref_mut() {
+            let name = field(w.field);
+            originals.save(&[At::Field(name)], || object.get(name).cloned());
         }
         object[field(w.field)] = json!(w.value);
         changes.push(Change::new(
@@ -53,7 +64,7 @@ fn plain(writers: &[Writer], object: &Value, max: usize) -> Option<(usize, Value
     let mut object = object.clone();
     for number in 1..=max {
         let before = object.clone();
-        pass(writers, &mut object, number);
+        pass(writers, &mut object, number, None);
         if before == object {
             return Some((number, object));
         }
@@ -63,19 +74,20 @@ fn plain(writers: &[Writer], object: &Value, max: usize) -> Option<(usize, Value
 
 /// The same with [`Convergence`], keeping a copy only when it asks for one.
 fn checked(writers: &[Writer], admitted: &Value, max: usize) -> Option<(usize, Value)> {
-    let mut convergence = Convergence::new(admitted);
+    let mut convergence = Convergence::new();
+    let mut originals = Originals::default();
     let mut object = admitted.clone();
     for number in 1..=max {
         convergence.before_first_change(&object);
-        let changes = pass(writers, &mut object, number);
+        let changes = pass(writers, &mut object, number, Some(&mut originals));
         let mut replay = |start: &mut Value, passes: usize| {
             for n in 1..=passes {
-                pass(writers, start, n);
+                pass(writers, start, n, None);
             }
             Ok(())
         };
         if convergence
-            .converged(number, &changes, &object, &mut replay)
+            .converged(number, &changes, &object, &originals, &mut replay)
             .unwrap()
         {
             return Some((number, object));

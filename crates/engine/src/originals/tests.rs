@@ -1,0 +1,177 @@
+//! Originals against a kept copy: after any edits saved as the walk saves
+//! them, the originals rebuild the admitted object, know whether the object
+//! is as admitted, and give `json_patch::diff`'s patch.
+
+#![allow(clippy::unwrap_used)]
+
+use proptest::prelude::*;
+use serde_json::{Value, json};
+
+use super::*;
+use crate::patch;
+
+/// The only field names: saved paths borrow them.
+const KEYS: [&str; 4] = ["a", "b", "c/~", "d"];
+
+fn json() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::from),
+        (0..3i64).prop_map(Value::from),
+        "[xy]".prop_map(Value::from),
+    ];
+    leaf.prop_recursive(3, 24, 4, |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::from),
+            proptest::collection::btree_map(0..KEYS.len(), inner, 0..4).prop_map(|m| {
+                Value::Object(m.into_iter().map(|(k, v)| (KEYS[k].to_string(), v)).collect())
+            }),
+        ]
+    })
+}
+
+/// One edit: where to go (a choice per level, taken modulo what is
+/// there), what to do there, and with what.
+#[derive(Debug, Clone)]
+struct Edit {
+    choices: Vec<usize>,
+    action: u8,
+    key: usize,
+    value: Value,
+}
+
+fn edit() -> impl Strategy<Value = Edit> {
+    (
+        proptest::collection::vec(0..4usize, 0..4),
+        0..3u8,
+        0..KEYS.len(),
+        json(),
+    )
+        .prop_map(|(choices, action, key, value)| Edit {
+            choices,
+            action,
+            key,
+            value,
+        })
+}
+
+/// The place `choices` lead to in `object`.
+fn place(object: &Value, choices: &[usize]) -> Vec<At<'static>> {
+    let mut path = Vec::new();
+    let mut current = object;
+    for choice in choices {
+        let next = match current {
+            Value::Object(map) if !map.is_empty() => {
+                let key = map.keys().nth(choice % map.len()).unwrap();
+                let key = KEYS.iter().find(|k| **k == key).unwrap();
+                (At::Field(key), &map[*key])
+            }
+            Value::Array(list) if !list.is_empty() => {
+                let index = choice % list.len();
+                (At::Index(index), &list[index])
+            }
+            _ => break,
+        };
+        path.push(next.0);
+        current = next.1;
+    }
+    path
+}
+
+fn get_mut<'v>(value: &'v mut Value, path: &[At<'_>]) -> &'v mut Value {
+    path.iter().fold(value, |current, at| match at {
+        At::Field(name) => current.get_mut(*name).unwrap(),
+        At::Index(index) => current.get_mut(*index).unwrap(),
+    })
+}
+
+/// Makes `edit` in `object`, saving first as the walk does: a field set or
+/// removed saves the field, an element replaced saves the element, an
+/// element added or removed saves the list.
+fn apply(object: &mut Value, edit: &Edit, originals: &mut Originals<'static>) {
+    let mut path = place(object, &edit.choices);
+    let at = get_mut(object, &path);
+    match at {
+        Value::Object(map) => {
+            let key = KEYS[edit.key];
+            path.push(At::Field(key));
+            match edit.action {
+                0 | 1 => {
+                    originals.save(&path, || map.get(key).cloned());
+                    map.insert(key.to_string(), edit.value.clone());
+                }
+                _ => {
+                    if map.contains_key(key) {
+                        originals.save(&path, || map.get(key).cloned());
+                        map.remove(key);
+                    }
+                }
+            }
+        }
+        Value::Array(list) => match edit.action {
+            0 => {
+                originals.save(&path, || Some(Value::Array(list.clone())));
+                list.push(edit.value.clone());
+            }
+            1 if !list.is_empty() => {
+                originals.save(&path, || Some(Value::Array(list.clone())));
+                list.remove(edit.key % list.len());
+            }
+            _ if !list.is_empty() => {
+                let index = edit.key % list.len();
+                path.push(At::Index(index));
+                originals.save(&path, || list.get(index).cloned());
+                list[index] = edit.value.clone();
+            }
+            _ => {}
+        },
+        _ => {}
+    }
+}
+
+proptest! {
+    #[test]
+    fn originals_rebuild_compare_and_diff_like_a_kept_copy(
+        admitted in json().prop_filter("an object", Value::is_object),
+        edits in proptest::collection::vec(edit(), 0..8),
+    ) {
+        let mut object = admitted.clone();
+        let mut originals = Originals::default();
+        for edit in &edits {
+            apply(&mut object, edit, &mut originals);
+        }
+        prop_assert_eq!(originals.unchanged(&object), object == admitted);
+        let want = json_patch::diff(&admitted, &object);
+        let patch = patch::between(&originals, &object);
+        prop_assert_eq!(patch.operations().unwrap(), want.clone());
+        prop_assert_eq!(patch.json(), serde_json::to_vec(&want).unwrap());
+        let mut restored = object.clone();
+        originals.restore(&mut restored);
+        prop_assert_eq!(restored, admitted);
+    }
+}
+
+#[test]
+fn a_save_around_earlier_ones_folds_them_in() {
+    let admitted = json!({"a": {"b": [1, 2], "d": "x"}});
+    let mut object = admitted.clone();
+    let mut originals = Originals::default();
+    originals.save(&[At::Field("a"), At::Field("d")], || Some(json!("x")));
+    object["a"]["d"] = json!("y");
+    originals.save(&[At::Field("a"), At::Field("b"), At::Index(0)], || {
+        Some(json!(1))
+    });
+    object["a"]["b"][0] = json!(5);
+    // Around both: what is saved is what `a` held before either change.
+    originals.save(&[At::Field("a")], || object.get("a").cloned());
+    object["a"] = json!("gone");
+    assert_eq!(originals.saved.len(), 1);
+    assert_eq!(originals.saved[0].1, Some(admitted["a"].clone()));
+    // Inside a saved place: nothing more is saved.
+    originals.save(&[At::Field("a"), At::Field("b")], || panic!("not read"));
+    let mut restored = object.clone();
+    originals.restore(&mut restored);
+    assert_eq!(restored, admitted);
+    assert!(!originals.unchanged(&object));
+    assert!(originals.unchanged(&admitted));
+}
