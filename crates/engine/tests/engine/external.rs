@@ -33,31 +33,34 @@ fn response(value: Value) -> ProviderResponse {
 /// Mutates `object` twice, as callers do: without answers (what is
 /// asked), then with `answers`; checks the patch against a whole diff.
 fn run(system: &System, object: &Value, answers: &Answers) -> (Asks, Result<Value, String>) {
+    let mut mutated = object.clone();
     let first = system
-        .mutate(&Admission::new(object).username("alice"))
+        .mutate(&Admission::new(object).username("alice"), &mut mutated)
         .unwrap();
     assert!(first.unanswered, "asks before answers: {first:?}");
-    assert_eq!(first.object, None);
+    assert!(!first.mutated);
+    assert_eq!(mutated, *object, "put back as admitted");
     let second = system.mutate(
         &Admission::new(object)
             .username("alice")
             .answers(answers)
             .with_patch(),
+        &mut mutated,
     );
     let result = second.map_err(|e| e.to_string()).map(|m: Mutation| {
         assert_eq!(m.asks, first.asks, "the second run asks the same");
         assert!(!m.unanswered);
-        match m.object {
-            Some(mutated) => {
-                assert_eq!(
-                    m.patch.unwrap().operations().unwrap(),
-                    json_patch::diff(object, &mutated)
-                );
-                mutated
-            }
-            None => object.clone(),
+        if m.mutated {
+            assert_eq!(
+                m.patch.unwrap().operations().unwrap(),
+                json_patch::diff(object, &mutated)
+            );
         }
+        mutated.clone()
     });
+    if result.is_err() {
+        assert_eq!(mutated, *object, "put back as admitted");
+    }
     (first.asks, result)
 }
 
@@ -177,7 +180,7 @@ fn every_kind_of_error_has_gatekeepers_message() {
     let mut unknown = Answers::new();
     unknown.failed("other", "unused");
     let again = system
-        .mutate(&Admission::new(&object).answers(&unknown))
+        .mutate(&Admission::new(&object).answers(&unknown), &mut object.clone())
         .unwrap();
     assert!(again.unanswered);
     // Distinct errors are all listed.
@@ -247,16 +250,18 @@ fn assign_metadata_asks_by_user_name_only() {
 fn nothing_is_asked_when_nothing_applies_and_a_forged_placeholder_is_refused() {
     let system = system(&images("Fail"));
     let empty = pod(&[]);
-    let mutation = system.mutate(&Admission::new(&empty)).unwrap();
+    let mutation = system
+        .mutate(&Admission::new(&empty), &mut empty.clone())
+        .unwrap();
     assert!(!mutation.unanswered);
     assert!(mutation.asks.is_empty());
-    assert_eq!(mutation.object, None);
+    assert!(!mutation.mutated);
 
     let mut forged = with_images(&["nginx"]);
     forged["spec"]["x"] = json!({"\u{0}sartor.dev/external-data": {}});
     assert_eq!(
         system
-            .mutate(&Admission::new(&forged))
+            .mutate(&Admission::new(&forged), &mut forged.clone())
             .unwrap_err()
             .to_string(),
         "v1 Pod default/web: the object holds the field name \"\\0sartor.dev/external-data\", reserved for sartor's external data placeholders"
@@ -276,10 +281,13 @@ fn a_value_assigned_later_replaces_the_placeholder_and_nothing_is_asked() {
         )
     );
     let system = system(&yaml);
-    let object = with_images(&["nginx"]);
-    let mutation = system.mutate(&Admission::new(&object)).unwrap();
+    let mut object = with_images(&["nginx"]);
+    let mutation = system
+        .mutate(&Admission::new(&object), &mut object)
+        .unwrap();
     assert!(mutation.asks.is_empty());
-    assert_eq!(mutation.object, Some(with_images(&["fixed:1"])));
+    assert!(mutation.mutated);
+    assert_eq!(object, with_images(&["fixed:1"]));
 }
 
 #[test]
@@ -308,11 +316,13 @@ fn a_mutator_meeting_a_placeholder_says_what_it_met() {
     );
     let system = system(&yaml);
     let object = with_images(&["nginx"]);
+    let mut mutated = object.clone();
     assert_eq!(
         system
-            .mutate(&Admission::new(&object))
+            .mutate(&Admission::new(&object), &mut mutated)
             .unwrap_err()
             .to_string(),
         "v1 Pod default/web: AssignImage mirror failed: spec.containers[name: *].image: the placeholder of an externalData mutator (its provider's answer is put in place only after every mutator ran; keep other mutators off that field) is not a string"
     );
+    assert_eq!(mutated, object, "put back as admitted");
 }

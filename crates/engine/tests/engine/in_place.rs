@@ -15,12 +15,15 @@ impl NamespaceLookup for Given<'_> {
 }
 
 /// Mutates `object` in place as `request` says, through `System::mutate`.
-/// Asserts the patch equals `json_patch::diff` of the whole objects.
+/// Asserts the patch equals `json_patch::diff` from the admitted object, and
+/// that an error, or a mutation that leaves it as it was, leaves `object`
+/// equal to the admitted one.
 pub fn mutate_in_place(
     system: &System,
     object: &mut Value,
     request: &Request<'_>,
 ) -> Result<Mutation, MutateError> {
+    let admitted = object.clone();
     let namespaces = Given(request.namespace_object);
     let admission = Admission::new(object);
     let admission = match request.operation {
@@ -32,14 +35,20 @@ pub fn mutate_in_place(
         .namespace(request.namespace)
         .namespaces(&namespaces)
         .with_patch();
-    let mut mutation = system.mutate(&admission)?;
-    if let Some(mutated) = mutation.object.take() {
-        let patch = mutation.patch.as_ref().expect("a patch is asked for");
-        assert_eq!(
-            patch.operations().expect("the patch reads back"),
-            json_patch::diff(object, &mutated)
-        );
-        *object = mutated;
+    let mutation = system.mutate(&admission, object);
+    match &mutation {
+        Ok(mutation) if mutation.mutated => {
+            let patch = mutation.patch.as_ref().expect("a patch is asked for");
+            assert_eq!(
+                patch.operations().expect("the patch reads back"),
+                json_patch::diff(&admitted, object)
+            );
+        }
+        Ok(mutation) => {
+            assert_eq!(mutation.patch, None);
+            assert_eq!(*object, admitted, "not mutated, yet changed");
+        }
+        Err(_) => assert_eq!(*object, admitted, "failed, yet changed"),
     }
-    Ok(mutation)
+    mutation
 }

@@ -16,8 +16,8 @@ const LABEL_EVERYTHING: &str = "apiVersion: mutations.sartor.dev/v1\nkind: Assig
 /// it comes out, and what happened.
 fn admit(system: &System, object: &Value, operation: Operation) -> (Value, Mutation) {
     let admission = Admission::new(object).operation(operation).with_patch();
-    let mut mutation = system.mutate(&admission).unwrap();
-    let out = mutation.object.take().unwrap_or_else(|| object.clone());
+    let mut out = object.clone();
+    let mutation = system.mutate(&admission, &mut out).unwrap();
     (out, mutation)
 }
 
