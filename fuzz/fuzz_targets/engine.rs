@@ -38,25 +38,27 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     let object = object(b.rest());
-    let with_patch = match system.mutate(&Admission::new(&object).with_patch()) {
+    let mut mutated = object.clone();
+    let with_patch = match system.mutate(&Admission::new(&object).with_patch(), &mut mutated) {
         Ok(mutation) => mutation,
         Err(error) => {
             let _ = error.to_string();
+            assert_eq!(mutated, object, "a failed mutation left the object changed");
             return;
         }
     };
-    let plain = match system.mutate(&Admission::new(&object)) {
+    let mut plain_object = object.clone();
+    let plain = match system.mutate(&Admission::new(&object), &mut plain_object) {
         Ok(mutation) => mutation,
         Err(error) => panic!("mutating again without a patch failed: {error}"),
     };
-    assert_eq!(
-        plain.object, with_patch.object,
-        "the patch changed the result"
-    );
-    let Some(mutated) = with_patch.object else {
-        assert!(with_patch.patch.is_none(), "a patch without an object");
+    assert_eq!(plain.mutated, with_patch.mutated, "the patch changed the outcome");
+    assert_eq!(plain_object, mutated, "the patch changed the result");
+    if !with_patch.mutated {
+        assert!(with_patch.patch.is_none(), "a patch without a change");
+        assert_eq!(mutated, object, "not mutated, yet changed");
         return;
-    };
+    }
     let Some(patch) = &with_patch.patch else {
         panic!("a mutated object without its patch");
     };
@@ -72,11 +74,11 @@ fuzz_target!(|data: &[u8]| {
         patched, mutated,
         "the patch does not give the mutated object: {patch:?}"
     );
-    match system.mutate(&Admission::new(&mutated)) {
+    let mut again_object = mutated.clone();
+    match system.mutate(&Admission::new(&mutated), &mut again_object) {
         Ok(again) => assert!(
-            again.object.is_none(),
-            "not a fixed point: {mutated}\nbecame {:?}\nchanges {:?}",
-            again.object,
+            !again.mutated,
+            "not a fixed point: {mutated}\nbecame {again_object}\nchanges {:?}",
             again.changes
         ),
         Err(error) => panic!("mutating the result failed: {error}\nresult: {mutated}"),

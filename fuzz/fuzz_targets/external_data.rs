@@ -98,28 +98,35 @@ fuzz_target!(|data: &[u8]| {
     };
     let mut answers = Answers::new();
     answers.response("p", &response);
-    let check = |result: Result<sartor_engine::Mutation, sartor_engine::MutateError>| match result {
+    let check = |result: Result<sartor_engine::Mutation, sartor_engine::MutateError>,
+                 mutated: &Value| match result {
         Ok(mutation) => {
-            if let Some(object) = &mutation.object {
+            if mutation.mutated {
                 assert!(!mutation.unanswered);
                 assert!(
-                    !holds_placeholder(object),
-                    "a placeholder was left in {object}"
+                    !holds_placeholder(mutated),
+                    "a placeholder was left in {mutated}"
                 );
+            } else {
+                assert_eq!(*mutated, object, "not mutated, yet changed");
             }
             Some(mutation)
         }
         Err(e) => {
             let _ = e.to_string();
+            assert_eq!(*mutated, object, "a failed mutation left the object changed");
             None
         }
     };
     let admission = Admission::new(&object).username("kubernetes-admin");
-    let Some(first_run) = check(system.mutate(&admission)) else {
+    let mut mutated = object.clone();
+    let result = system.mutate(&admission, &mut mutated);
+    let Some(first_run) = check(result, &mutated) else {
         return;
     };
     if first_run.unanswered {
-        let second = check(system.mutate(&admission.clone().answers(&answers)));
+        let result = system.mutate(&admission.clone().answers(&answers), &mut mutated);
+        let second = check(result, &mutated);
         if let Some(second) = second {
             assert!(!second.unanswered, "answered, and still unanswered");
         }

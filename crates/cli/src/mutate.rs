@@ -401,25 +401,26 @@ pub(crate) struct Offline<'a> {
     pub username: &'a str,
 }
 
-/// Mutates `admission` through the engine, asking for external data when
-/// the first run says a provider must be asked, and mutating again with the
-/// answers (as the webhook does).
+/// Mutates `object` in place through the engine, asking for external data
+/// when the first run says a provider must be asked, and mutating again with
+/// the answers (as the webhook does).
 fn admit(
     system: &sartor_engine::System,
     admission: Admission<'_>,
+    object: &mut Value,
     external: &External,
 ) -> Result<Mutation, MutateError> {
-    let first = system.mutate(&admission)?;
+    let first = system.mutate(&admission, object)?;
     if !first.unanswered {
         return Ok(first);
     }
     let answers = external
         .answers(&first.asks)
         .map_err(|message| MutateError {
-            object: Box::new(ObjectRef::admitted(&admission)),
+            object: Box::new(ObjectRef::admitted(object, &admission)),
             reason: Box::new(Failure::ExternalData(message)),
         })?;
-    system.mutate(&admission.answers(&answers))
+    system.mutate(&admission.answers(&answers), object)
 }
 
 /// Mutates one object as `offline` says: the result (the object itself
@@ -434,14 +435,9 @@ pub(crate) fn mutate_one(
         .operation(offline.operation)
         .namespaces(offline.namespaces)
         .username(offline.username);
-    match admit(system, admission, offline.external) {
-        Ok(mut mutation) => {
-            let object = mutation
-                .object
-                .take()
-                .unwrap_or_else(|| document.value.clone());
-            Ok((object, mutation))
-        }
+    let mut object = document.value.clone();
+    match admit(system, admission, &mut object, offline.external) {
+        Ok(mutation) => Ok((object, mutation)),
         Err(error) => Err(format!("{}: {error}{}", document.origin, hint(&error))),
     }
 }
@@ -461,17 +457,13 @@ pub(crate) fn expand_one(
         let admission = Admission::new(generated)
             .without_operation()
             .source(Source::Generated)
-            .namespace(namespace)
+            .namespace(namespace.as_deref())
             .namespaces(offline.namespaces)
             .username(offline.username);
-        let mut mutation = admit(system, admission, offline.external)?;
-        if let Some(object) = mutation.object.take() {
-            *generated = object;
-        }
-        Ok(mutation)
+        admit(system, admission, generated, offline.external)
     };
     expander
-        .expand(mutated, namespace, &mut mutate)
+        .expand(mutated, namespace.as_deref(), &mut mutate)
         .map_err(|failure| match failure {
             ExpandFailure::Expand(error) => format!("{}: {error}", document.origin),
             ExpandFailure::Mutate(error) => {
@@ -493,7 +485,7 @@ fn hint(error: &MutateError) -> &'static str {
 
 /// `Kind namespace/name` of an object, for labels.
 fn describe(object: &Value) -> String {
-    ObjectRef::admitted(&Admission::new(object)).to_string()
+    ObjectRef::admitted(object, &Admission::new(object)).to_string()
 }
 
 /// Appends what happened to one object: a header naming it, then one line

@@ -487,7 +487,11 @@ mod tests {
         let patch = patch_of(
             &before,
             &before,
-            &[&[F("spec"), F("a")], &[F("spec"), F("b")], &[F("spec"), F("z")]],
+            &[
+                &[F("spec"), F("a")],
+                &[F("spec"), F("b")],
+                &[F("spec"), F("z")],
+            ],
         );
         assert!(patch.is_empty());
         assert_eq!(patch.json(), b"[]");
@@ -581,5 +585,4 @@ mod tests {
         pointer.pop_back();
         assert_eq!(pointer.escaped.as_str(), "");
     }
-
 }

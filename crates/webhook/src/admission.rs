@@ -18,7 +18,9 @@ use serde_json::Value;
 use crate::metrics::{Metrics, Outcome};
 use crate::namespaces::{Lookup, Namespaces};
 use crate::providers::{DEFAULT_PROVIDER_CACHE_TTL, Providers};
-use crate::review::{AdmissionRequest, AdmissionResponse, AdmissionReview, ReviewError};
+use crate::review::{
+    AdmissionRequest, AdmissionResponse, AdmissionReview, GroupVersionKind, ReviewError,
+};
 
 /// What the server does with an object it could not mutate
 /// (`sartor serve --on-error`).
@@ -162,9 +164,12 @@ pub const EXEMPTION_LABEL: &str = "admission.sartor.dev/ignore";
 /// object is the whole Pod but of which the API server keeps only
 /// `spec.ephemeralContainers`.
 fn is_ephemeral_containers(request: &AdmissionRequest) -> bool {
-    request.sub_resource == "ephemeralcontainers"
-        && request.kind.group.is_empty()
-        && request.kind.kind == "Pod"
+    is_ephemeral_containers_of(&request.sub_resource, &request.kind)
+}
+
+/// [`is_ephemeral_containers`] of a request's sub-resource and kind.
+fn is_ephemeral_containers_of(sub_resource: &str, kind: &GroupVersionKind) -> bool {
+    sub_resource == "ephemeralcontainers" && kind.group.is_empty() && kind.kind == "Pod"
 }
 
 /// The names of the ephemeral containers `object` has that `old` has not:
@@ -366,7 +371,7 @@ impl Webhook {
     /// needs the object's Namespace and the provider must fetch it.
     pub async fn mutate(&self, body: &[u8]) -> Reply {
         let started = Instant::now();
-        let (version, request) = match AdmissionReview::parse(body) {
+        let (version, mut request) = match AdmissionReview::parse(body) {
             Ok(parsed) => parsed,
             Err(error) => return bad_request(&error),
         };
@@ -380,6 +385,7 @@ impl Webhook {
         let namespace = match admitted
             .admission
             .namespace
+            .as_deref()
             .filter(|_| admitted.needs_namespace)
         {
             Some(name) => match self.namespaces.lookup(name) {
@@ -392,10 +398,16 @@ impl Webhook {
             None => None,
         };
         let namespaces = Prefetched(namespace);
-        let ephemeral = is_ephemeral_containers(&request);
+        // `admit` found an object there.
+        let Some(object) = request.object.as_mut() else {
+            return bad_request(&ReviewError::ObjectNotAnObject("nothing"));
+        };
+        // Only the ephemeral containers the request adds may change: the
+        // patch is worked out from a copy of the object as admitted.
+        let ephemeral = is_ephemeral_containers_of(&request.sub_resource, &request.kind);
+        let admitted_copy = ephemeral.then(|| object.clone());
         let mut admission = admitted
             .admission
-            .clone()
             .namespaces(&namespaces)
             .username(&request.user_info.username);
         if !ephemeral {
@@ -404,25 +416,25 @@ impl Webhook {
         let system = &admitted.snapshot.system;
         // External data: the cached answers first; when some key is not
         // cached, ask the providers what the run asked, then mutate again
-        // with their answers.
+        // with their answers (a run left unanswered puts the object back).
         let cached = self.providers.cached();
-        let mut result = system.mutate(&admission.clone().answers(&cached));
+        let mut result = system.mutate(&admission.clone().answers(&cached), object);
         let answers;
         match &result {
             Ok(first) if first.unanswered => {
                 let deadline = started + self.settings.provider_deadline;
                 answers = self.providers.ask(&first.asks, deadline).await;
-                result = system.mutate(&admission.clone().answers(&answers));
+                result = system.mutate(&admission.clone().answers(&answers), object);
             }
             Ok(first) => self.providers.record_cache_hits(&first.asks),
             Err(_) => {}
         }
-        let (response, outcome) = self.answer(&request, &admission, result, started);
+        let (response, outcome) = self.answer(&request, &admission, admitted_copy, result, started);
         review_reply(response, &version, outcome)
     }
 
     /// The skip rules, then what mutating `request` needs.
-    fn admit<'r>(&self, request: &'r AdmissionRequest) -> Result<Admit<'r>, ReviewError> {
+    fn admit(&self, request: &AdmissionRequest) -> Result<Admit<'static>, ReviewError> {
         let uid = request.uid.as_str();
         let Ok(operation) = request.operation.parse::<Operation>() else {
             tracing::debug!(uid, operation = %request.operation, "skipped: not CREATE or UPDATE");
@@ -461,16 +473,18 @@ impl Webhook {
         }))
     }
 
-    /// The answer to an admitted object's mutation.
+    /// The answer to an admitted object's mutation: `request` holds the
+    /// object as mutated, and `admitted` a copy of it as admitted when it
+    /// adds ephemeral containers (no patch is asked of the engine then).
     fn answer(
         &self,
         request: &AdmissionRequest,
         admission: &Admission<'_>,
+        admitted: Option<Value>,
         result: Result<Mutation, MutateError>,
         started: Instant,
     ) -> (AdmissionResponse, Outcome) {
         let uid = request.uid.as_str();
-        let object = admission.object;
         let mut mutation = match result {
             Ok(mutation) if mutation.unanswered => {
                 // Every provider asked is answered, if only with an error.
@@ -491,21 +505,22 @@ impl Webhook {
                 return self.failed(uid, error.to_string());
             }
         };
-        let Some(mutated) = mutation.object.take() else {
+        if !mutation.mutated {
             return (AdmissionResponse::allow(uid), Outcome::Unchanged);
-        };
-        let patch = match mutation.patch.take() {
-            Some(patch) => patch,
-            None => {
+        }
+        let patch = match (mutation.patch.take(), admitted, request.object.as_ref()) {
+            (Some(patch), _, _) => patch,
+            (None, Some(object), Some(mutated)) => {
                 // Only the ephemeral containers the request adds reach the
                 // API server: only their changes and mutators count.
-                let added = added_ephemeral_containers(object, request.old_object.as_ref());
-                let confined = with_ephemeral_containers_of(object, &mutated, &added);
+                let added = added_ephemeral_containers(&object, request.old_object.as_ref());
+                let confined = with_ephemeral_containers_of(&object, mutated, &added);
                 mutation
                     .changes
-                    .retain(|change| kept_by_confinement(&change.path(), &added, &mutated));
-                Patch::from(&json_patch::diff(object, &confined))
+                    .retain(|change| kept_by_confinement(&change.path(), &added, mutated));
+                Patch::from(&json_patch::diff(&object, &confined))
             }
+            (None, _, _) => return (AdmissionResponse::allow(uid), Outcome::Unchanged),
         };
         if patch.is_empty() {
             return (AdmissionResponse::allow(uid), Outcome::Unchanged);

@@ -45,16 +45,13 @@ pub fn expand(
         let admission = Admission::new(generated)
             .without_operation()
             .source(sartor_engine::Source::Generated)
-            .namespace(namespace)
+            .namespace(namespace.as_deref())
             .namespaces(namespaces)
             .username(&case.username);
-        let mut mutation = system.mutate(&admission)?;
-        if let Some(object) = mutation.object.take() {
-            *generated = object;
-        }
+        system.mutate(&admission, generated)?;
         Ok::<(), sartor_engine::MutateError>(())
     };
-    match expander.expand(parent, namespace, &mut mutate) {
+    match expander.expand(parent, namespace.as_deref(), &mut mutate) {
         Ok(generated) => {
             answer.generated = Some(
                 generated

@@ -97,11 +97,10 @@ fn outcome(
         .operation(operation)
         .namespaces(namespaces)
         .username(&case.username);
-    match system.mutate(&admission) {
-        Ok(mutation) => match mutation.object {
-            Some(object) => Outcome::Mutated { object },
-            None => Outcome::Unchanged,
-        },
+    let mut object = case.object.clone();
+    match system.mutate(&admission, &mut object) {
+        Ok(mutation) if mutation.mutated => Outcome::Mutated { object },
+        Ok(_) => Outcome::Unchanged,
         Err(error) => Outcome::Error {
             error: error.to_string(),
         },

@@ -52,7 +52,7 @@ fn pass(
         changes.push(Change::new(
             number,
             Arc::new(MutatorId::new(MutatorKind::Assign, format!("w{i}"))),
-            Arc::new(Path::parse(&field(w.field)).unwrap()),
+            Arc::new(Path::parse(field(w.field)).unwrap()),
             Vec::new(),
         ));
     }

@@ -24,7 +24,11 @@ fn json() -> impl Strategy<Value = Value> {
         prop_oneof![
             proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::from),
             proptest::collection::btree_map(0..KEYS.len(), inner, 0..4).prop_map(|m| {
-                Value::Object(m.into_iter().map(|(k, v)| (KEYS[k].to_string(), v)).collect())
+                Value::Object(
+                    m.into_iter()
+                        .map(|(k, v)| (KEYS[k].to_string(), v))
+                        .collect(),
+                )
             }),
         ]
     })

@@ -180,7 +180,10 @@ fn every_kind_of_error_has_gatekeepers_message() {
     let mut unknown = Answers::new();
     unknown.failed("other", "unused");
     let again = system
-        .mutate(&Admission::new(&object).answers(&unknown), &mut object.clone())
+        .mutate(
+            &Admission::new(&object).answers(&unknown),
+            &mut object.clone(),
+        )
         .unwrap();
     assert!(again.unanswered);
     // Distinct errors are all listed.
