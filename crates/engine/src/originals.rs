@@ -31,12 +31,22 @@ pub(crate) enum At<'s> {
     Index(usize),
 }
 
-/// The original value of every place a mutation changed.
+/// The original value of every place a mutation changed, as a tree of the
+/// places' paths: finding whether a place is saved, or inside a saved one,
+/// follows its path once.
 #[derive(Debug, Default)]
 pub(crate) struct Originals<'s> {
-    /// Places, none inside another, each with what it held before its first
-    /// change (`None`: it was absent), in the order saved.
-    saved: Vec<(Vec<At<'s>>, Option<Value>)>,
+    root: Node<'s>,
+}
+
+/// A place on the path to saved places, or saved itself.
+#[derive(Debug, Default)]
+pub(crate) struct Node<'s> {
+    /// What the place held before its first change, when it is saved
+    /// (`Some(None)`: it was absent). Nothing below a saved place is kept.
+    pub(crate) saved: Option<Option<Value>>,
+    /// The places below on the way to saved ones, sorted by step.
+    pub(crate) below: Vec<(At<'s>, Node<'s>)>,
 }
 
 // === impl Originals ===
@@ -44,96 +54,143 @@ pub(crate) struct Originals<'s> {
 impl<'s> Originals<'s> {
     /// Whether nothing was saved: nothing was changed.
     pub(crate) fn is_empty(&self) -> bool {
-        self.saved.is_empty()
+        self.root.saved.is_none() && self.root.below.is_empty()
+    }
+
+    /// The tree of saved places, from the object itself.
+    pub(crate) fn root(&self) -> &Node<'s> {
+        &self.root
     }
 
     /// Saves what `path` holds, `original()`, before it is changed: only the
     /// first time (a place inside a saved one is saved already). Places saved
     /// inside `path` are folded into its original.
     pub(crate) fn save(&mut self, path: &[At<'s>], original: impl FnOnce() -> Option<Value>) {
-        if self.saved.iter().any(|(saved, _)| path.starts_with(saved)) {
+        let mut node = &mut self.root;
+        for at in path {
+            if node.saved.is_some() {
+                return;
+            }
+            let index = match node.below.binary_search_by(|(step, _)| step.cmp(at)) {
+                Ok(index) => index,
+                Err(index) => {
+                    node.below.insert(index, (*at, Node::default()));
+                    index
+                }
+            };
+            let Some((_, next)) = node.below.get_mut(index) else {
+                return;
+            };
+            node = next;
+        }
+        if node.saved.is_some() {
             return;
         }
         let mut value = original();
-        let mut index = self.saved.len();
-        while index > 0 {
-            index -= 1;
-            if self
-                .saved
-                .get(index)
-                .is_some_and(|(saved, _)| saved.starts_with(path))
-            {
-                let (saved, inner) = self.saved.remove(index);
-                if let Some(value) = &mut value {
-                    put(value, saved.get(path.len()..).unwrap_or_default(), inner);
-                }
-            }
+        let below = std::mem::take(&mut node.below);
+        if let Some(value) = &mut value {
+            fold(value, below);
         }
-        self.saved.push((path.to_vec(), value));
+        node.saved = Some(value);
     }
 
     /// Whether every saved place holds its original again: then the object
     /// is as admitted.
     pub(crate) fn unchanged(&self, object: &Value) -> bool {
-        self.saved
-            .iter()
-            .all(|(path, original)| get(object, path) == original.as_ref())
+        self.root.unchanged(Some(object))
     }
 
     /// Puts every saved place's original back into `object`, which makes it
     /// the admitted object again.
     pub(crate) fn restore(&self, object: &mut Value) {
-        for (path, original) in self.saved.iter().rev() {
-            put(object, path, original.clone());
+        match &self.root.saved {
+            Some(Some(original)) => *object = original.clone(),
+            _ => self.root.restore(object),
+        }
+    }
+}
+
+// === impl Node ===
+
+impl Node<'_> {
+    /// Whether the saved places at and below this one, which holds
+    /// `current`, hold their originals.
+    fn unchanged(&self, current: Option<&Value>) -> bool {
+        match &self.saved {
+            Some(original) => original.as_ref() == current,
+            None => self.below.iter().all(|(at, node)| {
+                current.is_some_and(|current| node.unchanged(step(current, *at)))
+            }),
         }
     }
 
-    /// The saved places with their originals, sorted by path.
-    pub(crate) fn sorted(&self) -> Vec<(&[At<'s>], Option<&Value>)> {
-        let mut sorted: Vec<(&[At<'s>], Option<&Value>)> = self
-            .saved
-            .iter()
-            .map(|(path, original)| (path.as_slice(), original.as_ref()))
-            .collect();
-        sorted.sort_unstable_by(|a, b| a.0.cmp(b.0));
-        sorted
+    /// Puts the originals saved below this place back into `current`.
+    fn restore(&self, current: &mut Value) {
+        for (at, node) in &self.below {
+            match &node.saved {
+                Some(original) => put(current, *at, original.clone()),
+                None => {
+                    if let Some(next) = step_mut(current, *at) {
+                        node.restore(next);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Puts the originals saved in `below` (the places below the one holding
+/// `value`) into `value`.
+fn fold(value: &mut Value, below: Vec<(At<'_>, Node<'_>)>) {
+    for (at, node) in below {
+        match node.saved {
+            Some(original) => put(value, at, original),
+            None => {
+                if let Some(next) = step_mut(value, at) {
+                    fold(next, node.below);
+                }
+            }
+        }
+    }
+}
+
+/// What `at` leads to from `current`.
+pub(crate) fn step<'v>(current: &'v Value, at: At<'_>) -> Option<&'v Value> {
+    match at {
+        At::Field(name) => current.as_object()?.get(name),
+        At::Index(index) => current.as_array()?.get(index),
+    }
+}
+
+fn step_mut<'v>(current: &'v mut Value, at: At<'_>) -> Option<&'v mut Value> {
+    match at {
+        At::Field(name) => current.as_object_mut()?.get_mut(name),
+        At::Index(index) => current.as_array_mut()?.get_mut(index),
     }
 }
 
 /// What `path` holds in `value`, if anything.
+#[cfg(test)]
 pub(crate) fn get<'v>(value: &'v Value, path: &[At<'_>]) -> Option<&'v Value> {
-    path.iter().try_fold(value, |current, at| match at {
-        At::Field(name) => current.as_object()?.get(*name),
-        At::Index(index) => current.as_array()?.get(*index),
-    })
+    path.iter().try_fold(value, |current, at| step(current, *at))
 }
 
-/// Makes `path` in `value` hold `original` (`None`: absent).
-fn put(value: &mut Value, path: &[At<'_>], original: Option<Value>) {
-    let Some((last, parents)) = path.split_last() else {
-        if let Some(original) = original {
-            *value = original;
+/// Makes `at` in `parent` hold `original` (`None`: absent).
+fn put(parent: &mut Value, at: At<'_>, original: Option<Value>) {
+    match (parent, at, original) {
+        (Value::Object(map), At::Field(name), Some(original)) => {
+            map.insert(name.to_string(), original);
         }
-        return;
-    };
-    let parent = parents.iter().try_fold(value, |current, at| match at {
-        At::Field(name) => current.as_object_mut()?.get_mut(*name),
-        At::Index(index) => current.as_array_mut()?.get_mut(*index),
-    });
-    match (parent, last, original) {
-        (Some(Value::Object(map)), At::Field(name), Some(original)) => {
-            map.insert((*name).to_string(), original);
+        (Value::Object(map), At::Field(name), None) => {
+            map.remove(name);
         }
-        (Some(Value::Object(map)), At::Field(name), None) => {
-            map.remove(*name);
-        }
-        (Some(Value::Array(list)), At::Index(index), Some(original)) => {
-            if let Some(element) = list.get_mut(*index) {
+        (Value::Array(list), At::Index(index), Some(original)) => {
+            if let Some(element) = list.get_mut(index) {
                 *element = original;
             }
         }
         // A list element is never saved absent (adding one saves the list),
-        // and a saved place's parents are never taken away.
+        // and a saved place's parents keep their shape.
         _ => {}
     }
 }

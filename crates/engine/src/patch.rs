@@ -15,7 +15,7 @@
 
 use serde_json::Value;
 
-use crate::originals::{At, Originals};
+use crate::originals::{At, Node, Originals, step};
 
 /// An RFC 6902 JSON patch, held as its JSON text.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,89 +25,60 @@ pub struct Patch {
     operations: usize,
 }
 
-/// A saved place: its path and its original value (`None`: absent).
-type Place<'p, 's> = (&'p [At<'s>], Option<&'p Value>);
-
 /// The patch from the admitted object to `mutated`, which differs from it
 /// only at the places `originals` saved.
 pub(crate) fn between(originals: &Originals<'_>, mutated: &Value) -> Patch {
-    let places = originals.sorted();
+    let root = originals.root();
     let mut patch = Patch::default();
     let mut pointer = Pointer::default();
-    match places.as_slice() {
+    match &root.saved {
         // The whole object saved (never, from a walk): diff it whole.
-        [([], Some(original)), ..] => diff_below(original, mutated, &mut pointer, &mut patch),
-        places => diff_places(places, 0, mutated, &mut pointer, &mut patch),
+        Some(Some(original)) => diff_below(original, mutated, &mut pointer, &mut patch),
+        _ => diff_places(root, mutated, &mut pointer, &mut patch),
     }
     patch.finish()
 }
 
-/// Diffs `places` (sorted, each below the place at `depth` that holds
-/// `current`) where they are. `current` is as admitted but for them.
-fn diff_places(
-    places: &[Place<'_, '_>],
-    depth: usize,
-    current: &Value,
-    pointer: &mut Pointer,
-    patch: &mut Patch,
-) {
-    // Places under one field or element come together; a saved place is
-    // alone under its step (none is inside another). Fields come in key
-    // order, which is the object's (as json_patch): added or changed ones
-    // first...
+/// Diffs the places saved below `node`, whose place holds `current` (as
+/// admitted but for them), where they are.
+fn diff_places(node: &Node<'_>, current: &Value, pointer: &mut Pointer, patch: &mut Patch) {
+    // Fields come in key order, which is the object's (as json_patch): added
+    // or changed ones first...
     let mut removed = false;
-    let mut rest = places;
-    while let Some(at) = rest.first().and_then(|(path, _)| path.get(depth)).copied() {
-        let end = rest
-            .iter()
-            .position(|(path, _)| path.get(depth) != Some(&at))
-            .unwrap_or(rest.len());
-        let (group, tail) = rest.split_at(end);
-        rest = tail;
-        let child = step(current, at);
-        match (group, child) {
-            ([(path, original)], child) if path.len() == depth + 1 => match (original, child) {
-                (Some(original), Some(child)) => {
-                    push(pointer, at);
-                    diff_below(original, child, pointer, patch);
-                    pointer.pop_back();
-                }
-                (None, Some(child)) => {
-                    push(pointer, at);
-                    patch.add(pointer, child);
-                    pointer.pop_back();
-                }
-                (Some(_), None) => removed = true,
-                (None, None) => {}
-            },
-            (group, Some(child)) => {
-                push(pointer, at);
-                diff_places(group, depth + 1, child, pointer, patch);
+    for (at, below) in &node.below {
+        match (&below.saved, step(current, *at)) {
+            (Some(Some(original)), Some(value)) => {
+                push(pointer, *at);
+                diff_below(original, value, pointer, patch);
                 pointer.pop_back();
             }
-            // A place's parents are never taken away.
-            (_, None) => {}
+            (Some(None), Some(value)) => {
+                push(pointer, *at);
+                patch.add(pointer, value);
+                pointer.pop_back();
+            }
+            (Some(Some(_)), None) => removed = true,
+            (None, Some(value)) => {
+                push(pointer, *at);
+                diff_places(below, value, pointer, patch);
+                pointer.pop_back();
+            }
+            // Absent before and after; or the parents of saved places,
+            // which are never taken away.
+            (Some(None), None) | (None, None) => {}
         }
     }
     // ...then removed ones (rare), in key order too.
     if removed {
-        for (path, original) in places {
-            if let (true, Some(_), Some(&at)) = (path.len() == depth + 1, original, path.get(depth))
-                && step(current, at).is_none()
+        for (at, below) in &node.below {
+            if let Some(Some(_)) = below.saved
+                && step(current, *at).is_none()
             {
-                push(pointer, at);
+                push(pointer, *at);
                 patch.remove(pointer);
                 pointer.pop_back();
             }
         }
-    }
-}
-
-/// What `at` leads to from `current`.
-fn step<'v>(current: &'v Value, at: At<'_>) -> Option<&'v Value> {
-    match at {
-        At::Field(name) => current.as_object()?.get(name),
-        At::Index(index) => current.as_array()?.get(index),
     }
 }
 

@@ -169,8 +169,10 @@ fn a_save_around_earlier_ones_folds_them_in() {
     // Around both: what is saved is what `a` held before either change.
     originals.save(&[At::Field("a")], || object.get("a").cloned());
     object["a"] = json!("gone");
-    assert_eq!(originals.saved.len(), 1);
-    assert_eq!(originals.saved[0].1, Some(admitted["a"].clone()));
+    let (at, saved) = &originals.root().below[0];
+    assert_eq!((originals.root().below.len(), *at), (1, At::Field("a")));
+    assert_eq!(saved.saved, Some(Some(admitted["a"].clone())));
+    assert!(saved.below.is_empty());
     // Inside a saved place: nothing more is saved.
     originals.save(&[At::Field("a"), At::Field("b")], || panic!("not read"));
     let mut restored = object.clone();
