@@ -7,11 +7,11 @@
 //!                                          │ System::upsert / remove (schema- and
 //!                                          │  condition-conflict checks)
 //!                                          ▼
-//!  Admission ──System::mutate──▶ candidates for the object's kind and operation
-//!  (object, operation,            ──▶ match ──▶ walk + setter, in fixed order,
-//!   namespace, source,                pass after pass until nothing changes
-//!   Namespace lookup)             ──▶ Mutation: mutated object (one copy),
-//!                                     trace, RFC 6902 patch
+//!  Admission, &mut object ──System::mutate──▶ candidates for the object's kind
+//!  (operation, namespace,      and operation ──▶ match ──▶ walk + setter, in
+//!   source, Namespace lookup)  fixed order, pass after pass until nothing
+//!                              changes, in place (originals saved per place)
+//!                              ──▶ Mutation: trace, RFC 6902 patch
 //! ```
 //!
 //! [`walk`] is the one generic walk every mutator kind shares: follow the

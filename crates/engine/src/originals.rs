@@ -172,7 +172,8 @@ fn step_mut<'v>(current: &'v mut Value, at: At<'_>) -> Option<&'v mut Value> {
 /// What `path` holds in `value`, if anything.
 #[cfg(test)]
 pub(crate) fn get<'v>(value: &'v Value, path: &[At<'_>]) -> Option<&'v Value> {
-    path.iter().try_fold(value, |current, at| step(current, *at))
+    path.iter()
+        .try_fold(value, |current, at| step(current, *at))
 }
 
 /// Makes `at` in `parent` hold `original` (`None`: absent).

@@ -251,16 +251,18 @@ fn kept_by_confinement(path: &Path, added: &[Value], mutated: &Value) -> bool {
 }
 
 /// What the skip rules decided about a `/v1/mutate` request.
-enum Admit<'r> {
+enum Admit {
     /// Answered without mutating.
     Answer(AdmissionResponse, Outcome),
     /// To be mutated.
-    Mutate(Admitted<'r>),
+    Mutate(Admitted),
 }
 
 /// A request to mutate, with the snapshot it is mutated under.
-struct Admitted<'r> {
-    admission: Admission<'r>,
+struct Admitted {
+    /// Borrows nothing yet: the Namespace and the user are added when the
+    /// object is mutated.
+    admission: Admission<'static>,
     /// Whether a mutator that may apply reads the Namespace.
     needs_namespace: bool,
     snapshot: Arc<Snapshot>,
@@ -434,7 +436,7 @@ impl Webhook {
     }
 
     /// The skip rules, then what mutating `request` needs.
-    fn admit(&self, request: &AdmissionRequest) -> Result<Admit<'static>, ReviewError> {
+    fn admit(&self, request: &AdmissionRequest) -> Result<Admit, ReviewError> {
         let uid = request.uid.as_str();
         let Ok(operation) = request.operation.parse::<Operation>() else {
             tracing::debug!(uid, operation = %request.operation, "skipped: not CREATE or UPDATE");
