@@ -71,9 +71,12 @@ impl<'s> Originals<'s> {
             if node.saved.is_some() {
                 return;
             }
-            let index = match node.below.binary_search_by(|(step, _)| step.cmp(at)) {
-                Ok(index) => index,
-                Err(index) => {
+            // Few places below one, mostly found: an equality scan (lengths
+            // first) costs less than ordering strings.
+            let index = match node.below.iter().position(|(step, _)| step == at) {
+                Some(index) => index,
+                None => {
+                    let index = node.below.partition_point(|(step, _)| step < at);
                     node.below.insert(index, (*at, Node::default()));
                     index
                 }
