@@ -572,6 +572,8 @@ impl System {
         // (see `interference`). Not with external data, whose placeholders
         // are settled after convergence.
         let mut writers = Positions::default();
+        // About one change per candidate, most of them in pass 1.
+        mutation.changes.reserve(candidates.len());
         let max_passes = self.mutators.len() + 1;
         for pass in 1..=max_passes {
             mutation.passes = pass;

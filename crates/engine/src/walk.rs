@@ -333,7 +333,7 @@ pub(crate) fn mutate_saving<'s>(
     .run(
         object,
         Some(&mut Trail {
-            path: Vec::new(),
+            path: Vec::with_capacity(location.len()),
             originals,
         }),
     )
@@ -355,14 +355,13 @@ struct Frame<'f> {
 }
 
 impl Frame<'_> {
+    /// The elements, outermost first, in a list allocated once.
     fn elements(frame: Option<&Frame<'_>>) -> Vec<usize> {
-        let mut elements = Vec::new();
-        let mut frame = frame;
-        while let Some(f) = frame {
-            elements.push(f.element);
-            frame = f.parent;
+        let chain = || std::iter::successors(frame, |f| f.parent);
+        let mut elements = vec![0; chain().count()];
+        for (slot, f) in elements.iter_mut().rev().zip(chain()) {
+            *slot = f.element;
         }
-        elements.reverse();
         elements
     }
 }
