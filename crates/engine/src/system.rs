@@ -513,19 +513,14 @@ impl System {
         }
         let run = Run {
             candidates: &candidates,
+            index,
             gvk,
             request: &request,
+            external,
+            answers: admission.answers,
         };
         let mut originals = Originals::default();
-        let settled = self.settle(
-            &run,
-            index,
-            external,
-            admission.answers,
-            object,
-            &mut originals,
-            &mut mutation,
-        );
+        let settled = self.settle(&run, object, &mut originals, &mut mutation);
         if let Err(error) = settled {
             originals.restore(object);
             return Err(error);
@@ -548,18 +543,20 @@ impl System {
     /// data is put in place and the annotation written. Saves what it changes
     /// in `originals`; sets [`Mutation::unanswered`] (and stops) when a
     /// provider must be asked first.
-    #[allow(clippy::too_many_arguments)]
     fn settle<'s>(
         &self,
         run: &Run<'s>,
-        index: &Index,
-        external: bool,
-        answers: &dyn external::ProviderAnswers,
         object: &mut Value,
         originals: &mut Originals<'s>,
         mutation: &mut Mutation,
     ) -> Result<(), MutateError> {
-        let candidates = run.candidates;
+        let Run {
+            candidates,
+            index,
+            external,
+            answers,
+            ..
+        } = *run;
         let mut convergence = Convergence::new();
         // Whether each candidate matched when last asked. `match` reads only
         // the request and the object's name, generateName, namespace and
@@ -801,8 +798,13 @@ impl System {
 /// The mutators one mutation runs, with what they match against.
 struct Run<'a> {
     candidates: &'a [(usize, &'a Candidate)],
+    /// The index the candidates come from (for pass 2's skips).
+    index: &'a Index,
     gvk: &'a Gvk,
     request: &'a Request<'a>,
+    /// Whether a candidate takes external data.
+    external: bool,
+    answers: &'a dyn external::ProviderAnswers,
 }
 
 // === impl Index ===
