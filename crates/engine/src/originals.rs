@@ -71,12 +71,9 @@ impl<'s> Originals<'s> {
             if node.saved.is_some() {
                 return;
             }
-            // Few places below one, mostly found: an equality scan (lengths
-            // first) costs less than ordering strings.
-            let index = match node.below.iter().position(|(step, _)| step == at) {
-                Some(index) => index,
-                None => {
-                    let index = node.below.partition_point(|(step, _)| step < at);
+            let index = match node.find(at) {
+                Ok(index) => index,
+                Err(index) => {
                     node.below.insert(index, (*at, Node::default()));
                     index
                 }
@@ -116,6 +113,19 @@ impl<'s> Originals<'s> {
 // === impl Node ===
 
 impl Node<'_> {
+    /// Where `at` is among the places below (`Err`: where it would go).
+    /// Few places are below most: an equality scan (lengths first) costs
+    /// less than ordering strings; many (labels, say) are bisected.
+    fn find(&self, at: &At<'_>) -> Result<usize, usize> {
+        if self.below.len() <= 8 {
+            return match self.below.iter().position(|(step, _)| step == at) {
+                Some(index) => Ok(index),
+                None => Err(self.below.partition_point(|(step, _)| step < at)),
+            };
+        }
+        self.below.binary_search_by(|(step, _)| step.cmp(at))
+    }
+
     /// Whether the saved places at and below this one, which holds
     /// `current`, hold their originals.
     fn unchanged(&self, current: Option<&Value>) -> bool {

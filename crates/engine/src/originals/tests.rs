@@ -181,3 +181,31 @@ fn a_save_around_earlier_ones_folds_them_in() {
     assert!(!originals.unchanged(&object));
     assert!(originals.unchanged(&admitted));
 }
+
+#[test]
+fn many_places_below_one_are_found_and_kept_in_order() {
+    // More than the equality scan takes: the places are bisected.
+    const NAMES: [&str; 12] = ["k", "b", "j", "a", "l", "c", "i", "d", "h", "e", "g", "f"];
+    let admitted = json!({"labels": {"a": "0", "c": "0", "e": "0", "x": "0"}});
+    let mut object = admitted.clone();
+    let mut originals = Originals::default();
+    for name in NAMES.iter().chain(&NAMES) {
+        let labels = object["labels"].as_object_mut().unwrap();
+        originals.save(&[At::Field("labels"), At::Field(name)], || {
+            labels.get(*name).cloned()
+        });
+        labels.insert((*name).to_string(), json!("1"));
+    }
+    let below = &originals.root().below[0].1.below;
+    let order: Vec<At<'_>> = below.iter().map(|(at, _)| *at).collect();
+    let mut sorted = order.clone();
+    sorted.sort();
+    assert_eq!((below.len(), &order), (12, &sorted));
+    assert_eq!(
+        patch::between(&originals, &object).operations().unwrap(),
+        json_patch::diff(&admitted, &object)
+    );
+    let mut restored = object.clone();
+    originals.restore(&mut restored);
+    assert_eq!(restored, admitted);
+}
