@@ -71,9 +71,13 @@ impl<'s> Originals<'s> {
             if node.saved.is_some() {
                 return;
             }
-            let index = match node.find(at) {
-                Ok(index) => index,
-                Err(index) => {
+            // Few places below one, mostly found: an equality scan (lengths
+            // first) costs less than ordering strings (bisecting even the
+            // many labels of the heavy load cost more: measured).
+            let index = match node.below.iter().position(|(step, _)| step == at) {
+                Some(index) => index,
+                None => {
+                    let index = node.below.partition_point(|(step, _)| step < at);
                     node.below.insert(index, (*at, Node::default()));
                     index
                 }
@@ -113,19 +117,6 @@ impl<'s> Originals<'s> {
 // === impl Node ===
 
 impl Node<'_> {
-    /// Where `at` is among the places below (`Err`: where it would go).
-    /// Few places are below most: an equality scan (lengths first) costs
-    /// less than ordering strings; many (labels, say) are bisected.
-    fn find(&self, at: &At<'_>) -> Result<usize, usize> {
-        if self.below.len() <= 8 {
-            return match self.below.iter().position(|(step, _)| step == at) {
-                Some(index) => Ok(index),
-                None => Err(self.below.partition_point(|(step, _)| step < at)),
-            };
-        }
-        self.below.binary_search_by(|(step, _)| step.cmp(at))
-    }
-
     /// Whether the saved places at and below this one, which holds
     /// `current`, hold their originals.
     fn unchanged(&self, current: Option<&Value>) -> bool {

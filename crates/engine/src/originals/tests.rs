@@ -184,7 +184,7 @@ fn a_save_around_earlier_ones_folds_them_in() {
 
 #[test]
 fn many_places_below_one_are_found_and_kept_in_order() {
-    // More than the equality scan takes: the places are bisected.
+    // Many places below one, saved out of order and twice each.
     const NAMES: [&str; 12] = ["k", "b", "j", "a", "l", "c", "i", "d", "h", "e", "g", "f"];
     let admitted = json!({"labels": {"a": "0", "c": "0", "e": "0", "x": "0"}});
     let mut object = admitted.clone();
