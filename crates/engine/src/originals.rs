@@ -45,7 +45,8 @@ pub(crate) struct Node<'s> {
     /// What the place held before its first change, when it is saved
     /// (`Some(None)`: it was absent). Nothing below a saved place is kept.
     pub(crate) saved: Option<Option<Value>>,
-    /// The places below on the way to saved ones, sorted by step.
+    /// The places below on the way to saved ones, sorted by step: fields
+    /// in the object's key order, which the patch follows.
     pub(crate) below: Vec<(At<'s>, Node<'s>)>,
 }
 
