@@ -384,6 +384,11 @@ impl<'s> Trail<'s, '_> {
             None => self.originals.save(&self.path, original),
         }
     }
+
+    /// Saves the list at the trail, before an element is added or removed.
+    fn save_list(&mut self, list: &[Value]) {
+        self.save(None, || Some(Value::Array(list.to_vec())));
+    }
 }
 
 impl<'a> Walk<'a, '_> {
@@ -395,6 +400,27 @@ impl<'a> Walk<'a, '_> {
         let mut changed = Vec::new();
         let applied = self.step(object, 0, None, &mut changed, trail)?;
         Ok(Walked { applied, changed })
+    }
+
+    /// Steps into `next`, found at `at` below the place at `depth`, with the
+    /// trail following it there.
+    fn descend(
+        &self,
+        next: &mut Value,
+        at: At<'a>,
+        depth: usize,
+        frame: Option<&Frame<'_>>,
+        changed: &mut Vec<Changed>,
+        mut trail: Option<&mut Trail<'a, '_>>,
+    ) -> Result<bool, WalkError> {
+        if let Some(trail) = trail.as_deref_mut() {
+            trail.path.push(at);
+        }
+        let stepped = self.step(next, depth + 1, frame, changed, trail.as_deref_mut());
+        if let Some(trail) = trail {
+            trail.path.pop();
+        }
+        stepped
     }
 
     /// One node of the walk at `current`. `trail` is where `current` is in
@@ -454,14 +480,7 @@ impl<'a> Walk<'a, '_> {
                     if !self.tests.exists_ok(depth) {
                         return Ok(false);
                     }
-                    if let Some(trail) = trail.as_deref_mut() {
-                        trail.path.push(At::Field(name));
-                    }
-                    let mutated = self.step(next, depth + 1, frame, changed, trail.as_deref_mut());
-                    if let Some(trail) = trail {
-                        trail.path.pop();
-                    }
-                    return mutated;
+                    return self.descend(next, At::Field(name), depth, frame, changed, trail);
                 }
                 if !self.tests.missing_ok(depth) {
                     return Ok(false);
@@ -509,20 +528,9 @@ impl<'a> Walk<'a, '_> {
                             parent: frame,
                             element,
                         };
-                        if let Some(trail) = trail.as_deref_mut() {
-                            trail.path.push(At::Index(element));
-                        }
-                        let stepped = self.step(
-                            value,
-                            depth + 1,
-                            Some(&frame),
-                            changed,
-                            trail.as_deref_mut(),
-                        );
-                        mutated |= stepped?;
-                        if let Some(trail) = trail.as_deref_mut() {
-                            trail.path.pop();
-                        }
+                        let at = At::Index(element);
+                        let trail = trail.as_deref_mut();
+                        mutated |= self.descend(value, at, depth, Some(&frame), changed, trail)?;
                     }
                     return Ok(mutated);
                 }
@@ -533,15 +541,9 @@ impl<'a> Walk<'a, '_> {
                         if !self.tests.exists_ok(depth) {
                             return Ok(false);
                         }
-                        if let Some(trail) = trail.as_deref_mut() {
-                            trail.path.push(At::Index(index));
-                        }
-                        let stepped =
-                            self.step(element, depth + 1, frame, changed, trail.as_deref_mut());
-                        mutated |= stepped?;
-                        if let Some(trail) = trail.as_deref_mut() {
-                            trail.path.pop();
-                        }
+                        let at = At::Index(index);
+                        let trail = trail.as_deref_mut();
+                        mutated |= self.descend(element, at, depth, frame, changed, trail)?;
                         found = true;
                     }
                 }
@@ -553,7 +555,7 @@ impl<'a> Walk<'a, '_> {
                     let before = changed.len();
                     if self.step(&mut next, depth + 1, frame, changed, None)? {
                         if let Some(trail) = trail {
-                            trail.save(None, || Some(Value::Array(list.clone())));
+                            trail.save_list(list);
                         }
                         list.push(next);
                         mutated = true;
@@ -632,7 +634,7 @@ impl<'a> Walk<'a, '_> {
             return Ok(None);
         }
         if let Some(trail) = trail {
-            trail.save(None, || Some(Value::Array(list.clone())));
+            trail.save_list(list);
         }
         list.push(Value::Object(element.clone()));
         Ok(Some(true))
@@ -678,7 +680,7 @@ impl<'a> Walk<'a, '_> {
             return Ok(None);
         }
         if let Some(trail) = trail {
-            trail.save(None, || Some(Value::Array(list.clone())));
+            trail.save_list(list);
         }
         let mut index = 0;
         list.retain(|_| {
