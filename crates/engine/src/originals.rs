@@ -40,7 +40,7 @@ pub(crate) struct Originals<'s> {
 }
 
 /// A place on the path to saved places, or saved itself.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub(crate) struct Node<'s> {
     /// What the place held before its first change, when it is saved
     /// (`Some(None)`: it was absent). Nothing below a saved place is kept.
@@ -110,7 +110,7 @@ impl<'s> Originals<'s> {
     pub(crate) fn restore(&self, object: &mut Value) {
         match &self.root.saved {
             Some(Some(original)) => *object = original.clone(),
-            _ => self.root.restore(object),
+            _ => fold(object, self.root.below.clone()),
         }
     }
 }
@@ -126,20 +126,6 @@ impl Node<'_> {
             None => self.below.iter().all(|(at, node)| {
                 current.is_some_and(|current| node.unchanged(step(current, *at)))
             }),
-        }
-    }
-
-    /// Puts the originals saved below this place back into `current`.
-    fn restore(&self, current: &mut Value) {
-        for (at, node) in &self.below {
-            match &node.saved {
-                Some(original) => put(current, *at, original.clone()),
-                None => {
-                    if let Some(next) = step_mut(current, *at) {
-                        node.restore(next);
-                    }
-                }
-            }
         }
     }
 }
@@ -202,4 +188,4 @@ fn put(parent: &mut Value, at: At<'_>, original: Option<Value>) {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
