@@ -371,7 +371,7 @@ fn diff_lists(left: &[Value], right: &[Value], pointer: &mut Pointer, patch: &mu
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::MUTATIONS_ANNOTATION;
     use crate::originals;
@@ -479,21 +479,27 @@ mod tests {
         );
     }
 
-    fn json() -> impl proptest::strategy::Strategy<Value = Value> {
-        use proptest::prelude::*;
+    use proptest::prelude::*;
+
+    /// Small JSON values whose objects' field names come from `keys`.
+    pub(crate) fn json_keyed(keys: BoxedStrategy<String>) -> impl Strategy<Value = Value> {
         let leaf = prop_oneof![
             Just(Value::Null),
             any::<bool>().prop_map(Value::from),
             (0..3i64).prop_map(Value::from),
             "[ab]".prop_map(Value::from),
         ];
-        leaf.prop_recursive(3, 24, 4, |inner| {
+        leaf.prop_recursive(3, 24, 4, move |inner| {
             prop_oneof![
                 proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::from),
-                proptest::collection::btree_map("[ab/~]{1,2}", inner, 0..4)
+                proptest::collection::btree_map(keys.clone(), inner, 0..4)
                     .prop_map(|m| Value::Object(m.into_iter().collect())),
             ]
         })
+    }
+
+    fn json() -> impl Strategy<Value = Value> {
+        json_keyed("[ab/~]{1,2}".boxed())
     }
 
     proptest::proptest! {

@@ -13,30 +13,21 @@ use crate::patch;
 /// The only field names: saved paths borrow them.
 const KEYS: [&str; 4] = ["a", "b", "c/~", "d"];
 
-/// An object whose field names are [`KEYS`].
-fn object_of(inner: impl Strategy<Value = Value>) -> impl Strategy<Value = Value> {
-    proptest::collection::btree_map(0..KEYS.len(), inner, 0..4).prop_map(|m| {
-        Value::Object(
-            m.into_iter()
-                .map(|(k, v)| (KEYS[k].to_string(), v))
-                .collect(),
-        )
-    })
+/// A field name among [`KEYS`].
+fn key() -> BoxedStrategy<String> {
+    proptest::sample::select(&KEYS[..])
+        .prop_map(str::to_string)
+        .boxed()
 }
 
 fn json() -> impl Strategy<Value = Value> {
-    let leaf = prop_oneof![
-        Just(Value::Null),
-        any::<bool>().prop_map(Value::from),
-        (0..3i64).prop_map(Value::from),
-        "[xy]".prop_map(Value::from),
-    ];
-    leaf.prop_recursive(3, 24, 4, |inner| {
-        prop_oneof![
-            proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::from),
-            object_of(inner),
-        ]
-    })
+    patch::tests::json_keyed(key())
+}
+
+/// An object whose field names are [`KEYS`].
+fn object_of(inner: impl Strategy<Value = Value>) -> impl Strategy<Value = Value> {
+    proptest::collection::btree_map(key(), inner, 0..4)
+        .prop_map(|m| Value::Object(m.into_iter().collect()))
 }
 
 /// One edit: where to go (a choice per level, taken modulo what is
