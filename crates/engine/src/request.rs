@@ -44,6 +44,12 @@ pub struct Admission<'a> {
     /// Whether to build the RFC 6902 patch from the admitted object to the
     /// result.
     pub patch: bool,
+    /// Whether every change keeps the key of each element its globs and
+    /// exclusions visited, so [`Change::path`](crate::Change::path) is
+    /// concrete (the default). Without, changes of the first pass keep only
+    /// their mutator and location; a caller that reads no paths saves a copy
+    /// of a key per change.
+    pub paths: bool,
     /// The requesting user's name (`userInfo.username`), the key of
     /// externalData with `dataSource: Username`; `""` offline.
     pub username: &'a str,
@@ -159,6 +165,7 @@ impl<'a> Admission<'a> {
             namespace,
             namespaces: &NoNamespaces,
             patch: false,
+            paths: true,
             username: "",
             answers: &NoAnswers,
         }
@@ -226,6 +233,16 @@ impl<'a> Admission<'a> {
             ..self
         }
     }
+
+    /// The same admission, leaving the first pass's changes without the keys
+    /// of the elements they changed ([`Admission::paths`]).
+    #[must_use]
+    pub fn without_paths(self) -> Admission<'a> {
+        Admission {
+            paths: false,
+            ..self
+        }
+    }
 }
 
 impl fmt::Debug for Admission<'_> {
@@ -236,6 +253,7 @@ impl fmt::Debug for Admission<'_> {
             .field("source", &self.source)
             .field("namespace", &self.namespace)
             .field("patch", &self.patch)
+            .field("paths", &self.paths)
             .field("username", &self.username)
             .finish_non_exhaustive()
     }

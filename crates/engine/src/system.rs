@@ -518,6 +518,7 @@ impl System {
             request: &request,
             external,
             answers: admission.answers,
+            paths: admission.paths,
         };
         let mut originals = Originals::default();
         let settled = self.settle(&run, object, &mut originals, &mut mutation);
@@ -606,13 +607,17 @@ impl System {
                 let walked = run.apply(mutator, object, originals)?;
                 let before = mutation.changes.len();
                 if !walked.changed.is_empty() {
-                    let keys = KeyReader::new(&candidate.location, object);
+                    // Later passes' changes always keep their keys: whether
+                    // they overlap decides convergence, and they name the
+                    // mutators that do not converge.
+                    let keys = (run.paths || pass > 1)
+                        .then(|| KeyReader::new(&candidate.location, object));
                     for changed in &walked.changed {
                         mutation.changes.push(Change {
                             pass,
                             mutator: Arc::clone(&candidate.id),
                             location: Arc::clone(&candidate.location),
-                            keys: keys.keys(changed),
+                            keys: keys.as_ref().map(|k| k.keys(changed)).unwrap_or_default(),
                         });
                     }
                 }
@@ -805,6 +810,8 @@ struct Run<'a> {
     /// Whether a candidate takes external data.
     external: bool,
     answers: &'a dyn external::ProviderAnswers,
+    /// Whether pass 1's changes keep their keys ([`Admission::paths`]).
+    paths: bool,
 }
 
 // === impl Index ===
@@ -933,8 +940,14 @@ impl Change {
         }
     }
 
+    /// The mutator's location, as written.
+    pub fn location(&self) -> &Path {
+        &self.location
+    }
+
     /// Where: the mutator's location, each glob and exclusion pinned to the
-    /// element changed.
+    /// element changed (left as written in a first-pass change of an
+    /// admission [`without_paths`](crate::Admission::without_paths)).
     pub fn path(&self) -> Path {
         crate::walk::pinned(&self.location, &self.keys)
     }

@@ -412,8 +412,11 @@ impl Webhook {
             .admission
             .namespaces(&namespaces)
             .username(&request.user_info.username);
+        // The ephemeral-container answer keeps only the changes inside the
+        // containers the request adds, by their paths; the usual answer
+        // reads no path.
         if !ephemeral {
-            admission = admission.with_patch();
+            admission = admission.with_patch().without_paths();
         }
         let system = &admitted.snapshot.system;
         // External data: the cached answers first; when some key is not
