@@ -671,25 +671,27 @@ impl Mutator {
     }
 
     /// [`Mutator::apply`], saving in `originals` what each place held before
-    /// it first changed.
+    /// it first changed; without `pin`, its changes leave out the elements
+    /// its globs visited.
     pub(crate) fn apply_saving<'s>(
         &'s self,
         object: &mut Value,
         request: &Request<'_>,
         originals: &mut Originals<'s>,
+        pin: bool,
     ) -> Result<Walked, WalkError> {
-        self.walk(object, request, Some(originals))
+        self.walk(object, request, Some((originals, pin)))
     }
 
     fn walk<'s>(
         &'s self,
         object: &mut Value,
         request: &Request<'_>,
-        originals: Option<&mut Originals<'s>>,
+        saving: Option<(&mut Originals<'s>, bool)>,
     ) -> Result<Walked, WalkError> {
-        let walk = |setter: &dyn walk::Setter, object: &mut Value| match originals {
-            Some(originals) => {
-                walk::mutate_saving(&self.location, &self.tests, setter, object, originals)
+        let walk = |setter: &dyn walk::Setter, object: &mut Value| match saving {
+            Some((originals, pin)) => {
+                walk::mutate_saving(&self.location, &self.tests, setter, object, originals, pin)
             }
             None => walk::mutate(&self.location, &self.tests, setter, object),
         };

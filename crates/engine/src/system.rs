@@ -604,13 +604,11 @@ impl System {
                     continue;
                 }
                 convergence.before_first_change(object);
-                let walked = run.apply(mutator, object, originals)?;
+                let walked = run.apply(mutator, pass, object, originals)?;
                 let before = mutation.changes.len();
                 if !walked.changed.is_empty() {
-                    // Later passes' changes always keep their keys: whether
-                    // they overlap decides convergence, and they name the
-                    // mutators that do not converge.
-                    let keys = (run.paths || pass > 1)
+                    let keys = run
+                        .pins(pass)
                         .then(|| KeyReader::new(&candidate.location, object));
                     for changed in &walked.changed {
                         mutation.changes.push(Change {
@@ -859,15 +857,26 @@ impl<'a> Run<'a> {
     }
 
     /// Applies `mutator`, saving in `originals` what it changes first.
+    /// Applies `mutator` in `pass`: its changes pin the elements they visited
+    /// when the caller reads paths, and after the first pass always.
     fn apply(
         &self,
         mutator: &'a Mutator,
+        pass: usize,
         object: &mut Value,
         originals: &mut Originals<'a>,
     ) -> Result<crate::walk::Walked, MutateError> {
         mutator
-            .apply_saving(object, self.request, originals)
+            .apply_saving(object, self.request, originals, self.pins(pass))
             .map_err(|source| self.apply_failed(mutator, object, source))
+    }
+
+    /// Whether the changes of `pass` keep the keys of the elements they
+    /// changed: when the caller reads paths, and after the first pass
+    /// always, since whether those changes overlap decides convergence and
+    /// they name the mutators that do not converge.
+    fn pins(&self, pass: usize) -> bool {
+        self.paths || pass > 1
     }
 
     fn apply_failed(&self, mutator: &Mutator, object: &Value, source: WalkError) -> MutateError {

@@ -312,23 +312,27 @@ pub fn mutate(
         location,
         tests,
         setter,
+        pin: true,
     }
     .run(object, None)
 }
 
 /// [`mutate`], saving in `originals` what each place held before the walk
-/// first changed it.
+/// first changed it. Without `pin`, each change it reports leaves out the
+/// elements its globs visited (a caller that reads no change's keys).
 pub(crate) fn mutate_saving<'s>(
     location: &'s Path,
     tests: &PathTests,
     setter: &dyn Setter,
     object: &mut Value,
     originals: &mut Originals<'s>,
+    pin: bool,
 ) -> Result<Walked, WalkError> {
     Walk {
         location,
         tests,
         setter,
+        pin,
     }
     .run(
         object,
@@ -345,6 +349,8 @@ struct Walk<'a, 'w> {
     location: &'a Path,
     tests: &'w PathTests,
     setter: &'w dyn Setter,
+    /// Whether each change records the elements its globs visited.
+    pin: bool,
 }
 
 /// The list elements a glob (or exclusion) visit is inside, innermost first,
@@ -693,7 +699,10 @@ impl<'a> Walk<'a, '_> {
 
     fn record(&self, frame: Option<&Frame<'_>>, changed: &mut Vec<Changed>) {
         changed.push(Changed {
-            elements: Frame::elements(frame),
+            elements: match self.pin {
+                true => Frame::elements(frame),
+                false => Vec::new(),
+            },
         });
     }
 
