@@ -7,23 +7,44 @@
 //! `sartor` end to end: the built binary, real files, exit codes.
 
 use std::io::Write as _;
-use std::path::PathBuf;
+use std::ops::Deref;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-/// A scratch directory per test, removed first so reruns start clean.
-fn scratch(test: &str, files: &[(&str, &str)]) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("sartor-cli-{}-{test}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+/// A test's scratch directory, removed when the test ends (they used to
+/// pile up in the temporary directory, one set per run).
+struct Scratch(tempfile::TempDir);
+
+impl Deref for Scratch {
+    type Target = Path;
+
+    fn deref(&self) -> &Path {
+        self.0.path()
+    }
+}
+
+impl AsRef<Path> for Scratch {
+    fn as_ref(&self) -> &Path {
+        self.0.path()
+    }
+}
+
+/// A scratch directory holding `files`.
+fn scratch(test: &str, files: &[(&str, &str)]) -> Scratch {
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("sartor-cli-{test}-"))
+        .tempdir()
+        .unwrap();
     for (name, text) in files {
-        let path = dir.join(name);
+        let path = dir.path().join(name);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(path, text).unwrap();
     }
-    dir
+    Scratch(dir)
 }
 
 /// Runs `sartor` in `dir`; (exit code, stdout, stderr).
-fn sartor(dir: &PathBuf, args: &[&str], stdin: &str) -> (i32, String, String) {
+fn sartor(dir: &Path, args: &[&str], stdin: &str) -> (i32, String, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_sartor"))
         .args(args)
         .current_dir(dir)
@@ -840,7 +861,7 @@ fn test_reports_junit_and_json_for_ci() {
 
 /// A repository: mutators beside the workloads and their Namespace, in one
 /// tree and one multi-document file (as `kustomize build` prints it).
-fn repository(test: &str) -> PathBuf {
+fn repository(test: &str) -> Scratch {
     let namespace =
         "apiVersion: v1\nkind: Namespace\nmetadata: {name: shop, labels: {env: prod}}\n";
     scratch(
