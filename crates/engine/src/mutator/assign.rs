@@ -239,14 +239,18 @@ impl Setter for RemoveSetter {
 
 impl Setter for AssignSetter<'_> {
     fn set_value(&self, object: &mut Map<String, Value>, key: &str) -> Result<bool, SetError> {
-        match object.get_mut(key) {
-            Some(existing) if existing == self.0 => Ok(false),
-            Some(existing) => {
-                *existing = self.0.clone();
+        // One search of the map, for the price of the key's copy when the
+        // field is there already (mostly it is not: a first pass adds).
+        match object.entry(key) {
+            serde_json::map::Entry::Occupied(mut existing) => {
+                if existing.get() == self.0 {
+                    return Ok(false);
+                }
+                existing.insert(self.0.clone());
                 Ok(true)
             }
-            None => {
-                object.insert(key.to_string(), self.0.clone());
+            serde_json::map::Entry::Vacant(vacant) => {
+                vacant.insert(self.0.clone());
                 Ok(true)
             }
         }
