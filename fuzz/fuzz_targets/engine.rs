@@ -5,7 +5,9 @@
 //! Oracles, besides "no panic":
 //! - the RFC 6902 patch of a mutation (`Admission::with_patch`), applied to
 //!   the admitted object, gives the mutated object;
-//! - mutating without asking for the patch gives the same object;
+//! - mutating without asking for the patch or the changes' paths
+//!   (`Admission::without_paths`) gives the same object and the same changes,
+//!   the first pass's with their locations as written;
 //! - a converged result is a fixed point: mutating it again with the same
 //!   system changes nothing (`object: None`). This holds for every kind:
 //!   `System::mutate` stops only after a whole pass ends where it started,
@@ -48,12 +50,34 @@ fuzz_target!(|data: &[u8]| {
         }
     };
     let mut plain_object = object.clone();
-    let plain = match system.mutate(&Admission::new(&object), &mut plain_object) {
+    let plain = match system.mutate(&Admission::new(&object).without_paths(), &mut plain_object) {
         Ok(mutation) => mutation,
-        Err(error) => panic!("mutating again without a patch failed: {error}"),
+        Err(error) => panic!("mutating again without a patch or paths failed: {error}"),
     };
-    assert_eq!(plain.mutated, with_patch.mutated, "the patch changed the outcome");
+    assert_eq!(
+        plain.mutated, with_patch.mutated,
+        "the patch changed the outcome"
+    );
     assert_eq!(plain_object, mutated, "the patch changed the result");
+    assert_eq!(
+        plain.passes, with_patch.passes,
+        "the paths changed the passes"
+    );
+    assert_eq!(
+        plain.changes.len(),
+        with_patch.changes.len(),
+        "the paths changed the changes"
+    );
+    for (plain, pinned) in plain.changes.iter().zip(&with_patch.changes) {
+        match pinned.pass {
+            1 => assert_eq!(
+                (plain.pass, &plain.mutator, plain.path().to_string()),
+                (1, &pinned.mutator, pinned.location().to_string()),
+                "a first-pass change without paths"
+            ),
+            _ => assert_eq!(plain, pinned, "a later change without paths"),
+        }
+    }
     if !with_patch.mutated {
         assert!(with_patch.patch.is_none(), "a patch without a change");
         assert_eq!(mutated, object, "not mutated, yet changed");
