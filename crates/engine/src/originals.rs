@@ -22,6 +22,8 @@
 
 use serde_json::Value;
 
+use crate::walk::same_key;
+
 /// One step of a place's path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum At<'s> {
@@ -50,6 +52,21 @@ pub(crate) struct Node<'s> {
     pub(crate) below: Vec<(At<'s>, Node<'s>)>,
 }
 
+// === impl At ===
+
+impl At<'_> {
+    /// Whether two steps are the same; field names compare as keyed-list
+    /// keys do ([`same_key`]): the places below one are often labels that
+    /// share a prefix.
+    fn same(&self, other: &At<'_>) -> bool {
+        match (self, other) {
+            (At::Field(a), At::Field(b)) => same_key(a, b),
+            (At::Index(a), At::Index(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
 // === impl Originals ===
 
 impl<'s> Originals<'s> {
@@ -75,7 +92,7 @@ impl<'s> Originals<'s> {
             // Few places below one, mostly found: an equality scan (lengths
             // first) costs less than ordering strings (bisecting even the
             // many labels of the heavy load cost more: measured).
-            let index = match node.below.iter().position(|(step, _)| step == at) {
+            let index = match node.below.iter().position(|(step, _)| step.same(at)) {
                 Some(index) => index,
                 None => {
                     let index = node.below.partition_point(|(step, _)| step < at);

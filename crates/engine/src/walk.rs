@@ -761,10 +761,10 @@ pub(crate) fn value_equals(value: &Value, key_value: &KeyValue) -> bool {
     }
 }
 
-/// String equality for keyed-list keys, which often share a prefix (`VAR_01`,
-/// `VAR_02`): the last bytes are compared before the whole, so most
-/// elements a scan passes over cost no call to `memcmp`.
-fn same_key(a: &str, b: &str) -> bool {
+/// String equality for keys that often share a prefix (keyed-list keys such
+/// as `VAR_01` and `VAR_02`, label keys): the last bytes are compared before
+/// the whole, so most keys a scan passes over cost no call to `memcmp`.
+pub(crate) fn same_key(a: &str, b: &str) -> bool {
     a.len() == b.len() && a.as_bytes().last() == b.as_bytes().last() && a == b
 }
 
