@@ -5,9 +5,10 @@
 //! Oracles, besides "no panic":
 //! - the RFC 6902 patch of a mutation (`Admission::with_patch`), applied to
 //!   the admitted object, gives the mutated object;
-//! - mutating without asking for the patch or the changes' paths
-//!   (`Admission::without_paths`) gives the same object and the same changes,
-//!   the first pass's with their locations as written;
+//! - mutating without asking for the patch gives the same object and
+//!   changes; without the changes' paths (`Admission::without_paths`), the
+//!   same object, failure or changes, the first pass's at their locations
+//!   as written;
 //! - a converged result is a fixed point: mutating it again with the same
 //!   system changes nothing (`object: None`). This holds for every kind:
 //!   `System::mutate` stops only after a whole pass ends where it started,
@@ -41,18 +42,26 @@ fuzz_target!(|data: &[u8]| {
     }
     let object = object(b.rest());
     let mut mutated = object.clone();
-    let with_patch = match system.mutate(&Admission::new(&object).with_patch(), &mut mutated) {
+    let with_patch = system.mutate(&Admission::new(&object).with_patch(), &mut mutated);
+    let mut pathless_object = object.clone();
+    let pathless = system.mutate(
+        &Admission::new(&object).without_paths(),
+        &mut pathless_object,
+    );
+    let with_patch = match with_patch {
         Ok(mutation) => mutation,
         Err(error) => {
             let _ = error.to_string();
             assert_eq!(mutated, object, "a failed mutation left the object changed");
+            // A failure reads no first-pass path: the same without paths.
+            assert_eq!(pathless, Err(error), "without paths, another failure");
             return;
         }
     };
     let mut plain_object = object.clone();
-    let plain = match system.mutate(&Admission::new(&object).without_paths(), &mut plain_object) {
+    let plain = match system.mutate(&Admission::new(&object), &mut plain_object) {
         Ok(mutation) => mutation,
-        Err(error) => panic!("mutating again without a patch or paths failed: {error}"),
+        Err(error) => panic!("mutating again without a patch failed: {error}"),
     };
     assert_eq!(
         plain.mutated, with_patch.mutated,
@@ -60,15 +69,24 @@ fuzz_target!(|data: &[u8]| {
     );
     assert_eq!(plain_object, mutated, "the patch changed the result");
     assert_eq!(
-        plain.passes, with_patch.passes,
+        plain.changes, with_patch.changes,
+        "the patch changed the changes"
+    );
+    let pathless = match pathless {
+        Ok(mutation) => mutation,
+        Err(error) => panic!("mutating again without paths failed: {error}"),
+    };
+    assert_eq!(pathless_object, mutated, "the paths changed the result");
+    assert_eq!(
+        pathless.passes, plain.passes,
         "the paths changed the passes"
     );
     assert_eq!(
+        pathless.changes.len(),
         plain.changes.len(),
-        with_patch.changes.len(),
         "the paths changed the changes"
     );
-    for (plain, pinned) in plain.changes.iter().zip(&with_patch.changes) {
+    for (plain, pinned) in pathless.changes.iter().zip(&plain.changes) {
         match pinned.pass {
             1 => assert_eq!(
                 (plain.pass, &plain.mutator, plain.path().to_string()),

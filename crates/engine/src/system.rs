@@ -856,9 +856,9 @@ impl<'a> Run<'a> {
             })
     }
 
-    /// Applies `mutator`, saving in `originals` what it changes first.
-    /// Applies `mutator` in `pass`: its changes pin the elements they visited
-    /// when the caller reads paths, and after the first pass always.
+    /// Applies `mutator` in `pass`, saving in `originals` what it changes
+    /// first; its changes pin the elements they visited when the caller
+    /// reads paths, and after the first pass always.
     fn apply(
         &self,
         mutator: &'a Mutator,

@@ -240,7 +240,9 @@ impl Setter for RemoveSetter {
 impl Setter for AssignSetter<'_> {
     fn set_value(&self, object: &mut Map<String, Value>, key: &str) -> Result<bool, SetError> {
         // One search of the map, for the price of the key's copy when the
-        // field is there already (mostly it is not: a first pass adds).
+        // field is there already. A CREATE's first pass mostly adds (one
+        // search fewer: 8k instructions of a heavy request); an UPDATE of an
+        // object mutated before finds its fields set and pays the copy.
         match object.entry(key) {
             serde_json::map::Entry::Occupied(mut existing) => {
                 if existing.get() == self.0 {
