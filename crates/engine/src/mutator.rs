@@ -546,20 +546,19 @@ impl Mutator {
         if !self.applies_to(gvk, request.operation) {
             return Ok(false);
         }
-        self.matches_in_scope(object, gvk, request)
+        Ok(self.matcher.matches(object, gvk, request)?
+            && self.matches_beyond_criteria(object, gvk, request)?)
     }
 
-    /// [`Mutator::matches`] for a mutator already known to apply to `gvk` on
-    /// the request's operation (a candidate of the system's index).
-    pub(crate) fn matches_in_scope(
+    /// The rest of [`Mutator::matches`] for a mutator known to apply to the
+    /// kind and operation, once its `match` criteria admit `object`: its
+    /// value conditions hold, and a Namespace its value comes from is known.
+    pub(crate) fn matches_beyond_criteria(
         &self,
         object: &Value,
         gvk: &Gvk,
         request: &Request<'_>,
     ) -> Result<bool, MatchError> {
-        if !self.matcher.matches(object, gvk, request)? {
-            return Ok(false);
-        }
         if !self.conditions.iter().all(|c| c.holds(object)) {
             return Ok(false);
         }

@@ -57,11 +57,25 @@ pub struct System {
 }
 
 /// The candidates of a kind, in order, with which of them a second pass may
-/// skip (worked out when first asked, forgotten on every change).
+/// skip and which share a `match` (each worked out when first asked,
+/// forgotten on every change).
 #[derive(Debug, Clone, Default)]
 struct Index {
     candidates: BTreeMap<Arc<MutatorId>, Candidate>,
     interference: OnceLock<Option<Interference>>,
+    shared_matches: OnceLock<SharedMatches>,
+}
+
+/// Which candidates of an index share a `match`: they answer alike, so a
+/// pass asks each `match` once, at the position of its first candidate.
+#[derive(Debug, Clone, Default)]
+struct SharedMatches {
+    /// For each candidate, the position of the first with the same `match`
+    /// criteria (its own when none before it has them).
+    first: Vec<usize>,
+    /// Those first positions whose `match` reads labels: a change to the
+    /// labels forgets their answers.
+    reading_labels: Vec<usize>,
 }
 
 /// A mutator in the index of a kind, with the operations it applies on
@@ -559,12 +573,14 @@ impl System {
             ..
         } = *run;
         let mut convergence = Convergence::new();
-        // Whether each candidate matched when last asked. `match` reads only
-        // the request and the object's name, generateName, namespace and
-        // labels, so an answer holds until a change there (to the labels:
-        // only answers of label and namespace selectors); value conditions
-        // are read every time.
-        let mut matched: Vec<Option<bool>> = vec![None; candidates.len()];
+        // What each `match` answered when last asked, at the position of the
+        // first candidate that has it (`shared`). `match` reads only the
+        // request and the object's name, generateName, namespace and labels,
+        // so an answer holds until a change there (to the labels: only
+        // answers of label and namespace selectors); value conditions are
+        // read every time.
+        let shared = index.shared_matches();
+        let mut matched: Vec<Option<bool>> = vec![None; index.len()];
         // The candidates that changed the object in pass 1: pass 2 skips
         // those none of them can have disturbed, while it changes nothing
         // (see `interference`). Not with external data, whose placeholders
@@ -580,7 +596,7 @@ impl System {
                 2 if !external => index.interference(),
                 _ => None,
             };
-            for (index, (position, candidate)) in candidates.iter().enumerate() {
+            for (position, candidate) in candidates {
                 if let Some(interference) = interference
                     && mutation.changes.len() == first_change
                     && interference.skips(*position, &writers)
@@ -588,19 +604,18 @@ impl System {
                     continue;
                 }
                 let mutator: &'s Mutator = &candidate.mutator;
-                let matches = match matched.get(index).copied().flatten() {
-                    Some(matches) => matches,
+                let slot = shared.first.get(*position).copied().unwrap_or(*position);
+                let criteria = match matched.get(slot).copied().flatten() {
+                    Some(criteria) => criteria,
                     None => {
-                        let matches = run.matches(mutator, object)?;
-                        if mutator.conditions().is_empty()
-                            && let Some(slot) = matched.get_mut(index)
-                        {
-                            *slot = Some(matches);
+                        let criteria = run.matches_criteria(mutator, object)?;
+                        if let Some(answer) = matched.get_mut(slot) {
+                            *answer = Some(criteria);
                         }
-                        matches
+                        criteria
                     }
                 };
-                if !matches {
+                if !criteria || !run.matches_beyond_criteria(mutator, object)? {
                     continue;
                 }
                 convergence.before_first_change(object);
@@ -626,9 +641,9 @@ impl System {
                 match new.iter().map(Change::match_input).max() {
                     Some(MatchInput::Identity) => matched.fill(None),
                     Some(MatchInput::Labels) => {
-                        for (slot, (_, candidate)) in matched.iter_mut().zip(candidates) {
-                            if candidate.mutator.matcher().reads_labels() {
-                                *slot = None;
+                        for first in &shared.reading_labels {
+                            if let Some(answer) = matched.get_mut(*first) {
+                                *answer = None;
                             }
                         }
                     }
@@ -817,13 +832,19 @@ struct Run<'a> {
 impl Index {
     fn insert(&mut self, id: Arc<MutatorId>, candidate: Candidate) {
         self.candidates.insert(id, candidate);
-        self.interference = OnceLock::new();
+        self.forget();
     }
 
     fn remove(&mut self, id: &MutatorId) {
         if self.candidates.remove(id).is_some() {
-            self.interference = OnceLock::new();
+            self.forget();
         }
+    }
+
+    /// Forgets what was worked out from the candidates.
+    fn forget(&mut self) {
+        self.interference = OnceLock::new();
+        self.shared_matches = OnceLock::new();
     }
 
     fn len(&self) -> usize {
@@ -837,23 +858,84 @@ impl Index {
             .get_or_init(|| Interference::of(self.candidates.values().map(|c| &*c.mutator)))
             .as_ref()
     }
+
+    /// Which candidates share a `match`. Past [`interference::MOST`]
+    /// candidates each answers for itself (finding the shared ones compares
+    /// each with every distinct `match` before it).
+    fn shared_matches(&self) -> &SharedMatches {
+        self.shared_matches.get_or_init(|| {
+            let matchers: Vec<&crate::matching::Matcher> = self
+                .candidates
+                .values()
+                .map(|c| c.mutator.matcher())
+                .collect();
+            let mut firsts: Vec<usize> = Vec::new();
+            let first = matchers
+                .iter()
+                .enumerate()
+                .map(|(position, matcher)| {
+                    let shared = (matchers.len() <= crate::interference::MOST)
+                        .then(|| {
+                            firsts
+                                .iter()
+                                .copied()
+                                .find(|first| matchers.get(*first) == Some(matcher))
+                        })
+                        .flatten();
+                    shared.unwrap_or_else(|| {
+                        firsts.push(position);
+                        position
+                    })
+                })
+                .collect();
+            let reading_labels = firsts
+                .into_iter()
+                .filter(|first| matchers.get(*first).is_some_and(|m| m.reads_labels()))
+                .collect();
+            SharedMatches {
+                first,
+                reading_labels,
+            }
+        })
+    }
 }
 
 // === impl Run ===
 
 impl<'a> Run<'a> {
     fn matches(&self, mutator: &Mutator, object: &Value) -> Result<bool, MutateError> {
+        Ok(self.matches_criteria(mutator, object)?
+            && self.matches_beyond_criteria(mutator, object)?)
+    }
+
+    /// Whether `mutator`'s `match` criteria admit `object`.
+    fn matches_criteria(&self, mutator: &Mutator, object: &Value) -> Result<bool, MutateError> {
         mutator
-            .matches_in_scope(object, self.gvk, self.request)
-            .map_err(|source| {
-                let mutator = mutator.id().clone();
-                fail(
-                    object,
-                    self.gvk,
-                    self.request,
-                    Failure::Match { mutator, source },
-                )
-            })
+            .matcher()
+            .matches(object, self.gvk, self.request)
+            .map_err(|source| self.match_failed(mutator, object, source))
+    }
+
+    /// Whether the rest of what decides that `mutator` applies (its value
+    /// conditions; a Namespace its value comes from) admits `object`.
+    fn matches_beyond_criteria(
+        &self,
+        mutator: &Mutator,
+        object: &Value,
+    ) -> Result<bool, MutateError> {
+        mutator
+            .matches_beyond_criteria(object, self.gvk, self.request)
+            .map_err(|source| self.match_failed(mutator, object, source))
+    }
+
+    fn match_failed(&self, mutator: &Mutator, object: &Value, source: MatchError) -> MutateError {
+        let mutator = mutator.id().clone();
+        fail(
+            object,
+            self.gvk,
+            self.request,
+            Failure::Match { mutator, source },
+        )
     }
 
     /// Applies `mutator` in `pass`, saving in `originals` what it changes

@@ -328,3 +328,54 @@ fn source_selects_original_or_generated_objects() {
     assert_eq!(matches("{source: Original}", &pod, &generated), Ok(false));
     assert_eq!(matches("{source: Generated}", &pod, &generated), Ok(true));
 }
+
+/// Mutators with the same `match` share its answer within a pass; a label
+/// written between them makes the later one ask again, and the earlier one
+/// in the next pass.
+#[test]
+fn a_label_written_between_two_mutators_of_one_match_is_seen_by_the_later() {
+    let selector = "{labelSelector: {matchLabels: {tier: gold}}}";
+    let assign = |name: &str, field: &str| {
+        format!(
+            "apiVersion: mutations.sartor.dev/v1\nkind: Assign\nmetadata: {{name: {name}}}\n\
+             spec:\n  applyTo: [{{groups: [\"\"], versions: [v1], kinds: [Pod]}}]\n  \
+             match: {selector}\n  location: spec.{field}\n  parameters: {{assign: {{value: true}}}}\n"
+        )
+    };
+    // Gatekeeper's order, kind then name: Assign a-first, AssignMetadata
+    // b-tier (which writes the label), ModifySet c-flags; a-first and
+    // c-flags have the same `match`.
+    let yaml = format!(
+        "{}---\n\
+         apiVersion: mutations.sartor.dev/v1\nkind: AssignMetadata\nmetadata: {{name: b-tier}}\n\
+         spec:\n  location: metadata.labels.tier\n  parameters: {{assign: {{value: gold}}}}\n---\n\
+         apiVersion: mutations.sartor.dev/v1\nkind: ModifySet\nmetadata: {{name: c-flags}}\n\
+         spec:\n  applyTo: [{{groups: [\"\"], versions: [v1], kinds: [Pod]}}]\n  \
+         match: {selector}\n  location: spec.flags\n  parameters: {{values: {{fromList: [on]}}}}\n",
+        assign("a-first", "first")
+    );
+    let system = system(&yaml);
+    let pod = object("Pod", Some("default"), "web", json!({"app": "web"}));
+    let (mutated, mutation) = mutate(&system, &pod, &Request::create(Some("default"))).unwrap();
+    assert_eq!(
+        mutated,
+        json!({"apiVersion": "v1", "kind": "Pod",
+               "metadata": {"name": "web", "namespace": "default",
+                            "labels": {"app": "web", "tier": "gold"}},
+               "spec": {"first": true, "flags": ["on"]}})
+    );
+    let trace: Vec<String> = mutation
+        .changes
+        .iter()
+        .map(|c| format!("{} {} {}", c.pass, c.mutator, c.path()))
+        .collect();
+    assert_eq!(
+        trace,
+        [
+            "1 AssignMetadata b-tier metadata.labels.tier",
+            "1 ModifySet c-flags spec.flags",
+            "2 Assign a-first spec.first",
+        ]
+    );
+    assert_eq!(mutation.passes, 3);
+}
