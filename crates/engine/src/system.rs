@@ -605,17 +605,9 @@ impl System {
                 }
                 let mutator: &'s Mutator = &candidate.mutator;
                 let slot = shared.first.get(*position).copied().unwrap_or(*position);
-                let criteria = match matched.get(slot).copied().flatten() {
-                    Some(criteria) => criteria,
-                    None => {
-                        let criteria = run.matches_criteria(mutator, object)?;
-                        if let Some(answer) = matched.get_mut(slot) {
-                            *answer = Some(criteria);
-                        }
-                        criteria
-                    }
-                };
-                if !criteria || !run.matches_beyond_criteria(mutator, object)? {
+                let mut unshared = None;
+                let criteria = matched.get_mut(slot).unwrap_or(&mut unshared);
+                if !run.matches(mutator, object, criteria)? {
                     continue;
                 }
                 convergence.before_first_change(object);
@@ -869,19 +861,19 @@ impl Index {
                 .values()
                 .map(|c| c.mutator.matcher())
                 .collect();
+            let compared = matchers.len() <= crate::interference::MOST;
             let mut firsts: Vec<usize> = Vec::new();
             let first = matchers
                 .iter()
                 .enumerate()
                 .map(|(position, matcher)| {
-                    let shared = (matchers.len() <= crate::interference::MOST)
-                        .then(|| {
-                            firsts
-                                .iter()
-                                .copied()
-                                .find(|first| matchers.get(*first) == Some(matcher))
-                        })
-                        .flatten();
+                    let shared = match compared {
+                        true => firsts
+                            .iter()
+                            .copied()
+                            .find(|first| matchers.get(*first) == Some(matcher)),
+                        false => None,
+                    };
                     shared.unwrap_or_else(|| {
                         firsts.push(position);
                         position
@@ -903,39 +895,34 @@ impl Index {
 // === impl Run ===
 
 impl<'a> Run<'a> {
-    fn matches(&self, mutator: &Mutator, object: &Value) -> Result<bool, MutateError> {
-        Ok(self.matches_criteria(mutator, object)?
-            && self.matches_beyond_criteria(mutator, object)?)
-    }
-
-    /// Whether `mutator`'s `match` criteria admit `object`.
-    fn matches_criteria(&self, mutator: &Mutator, object: &Value) -> Result<bool, MutateError> {
-        mutator
-            .matcher()
-            .matches(object, self.gvk, self.request)
-            .map_err(|source| self.match_failed(mutator, object, source))
-    }
-
-    /// Whether the rest of what decides that `mutator` applies (its value
-    /// conditions; a Namespace its value comes from) admits `object`.
-    fn matches_beyond_criteria(
+    /// Whether `mutator` applies to `object`. `criteria` is what its `match`
+    /// answered when that is known (candidates that share a `match` share
+    /// it), and gets the answer when it is not; value conditions and a
+    /// Namespace its value comes from are asked every time.
+    fn matches(
         &self,
         mutator: &Mutator,
         object: &Value,
+        criteria: &mut Option<bool>,
     ) -> Result<bool, MutateError> {
-        mutator
-            .matches_beyond_criteria(object, self.gvk, self.request)
-            .map_err(|source| self.match_failed(mutator, object, source))
-    }
-
-    fn match_failed(&self, mutator: &Mutator, object: &Value, source: MatchError) -> MutateError {
-        let mutator = mutator.id().clone();
-        fail(
-            object,
-            self.gvk,
-            self.request,
-            Failure::Match { mutator, source },
-        )
+        let mut ask = || -> Result<bool, MatchError> {
+            let admitted = match *criteria {
+                Some(admitted) => admitted,
+                None => {
+                    *criteria.insert(mutator.matcher().matches(object, self.gvk, self.request)?)
+                }
+            };
+            Ok(admitted && mutator.matches_beyond_criteria(object, self.gvk, self.request)?)
+        };
+        ask().map_err(|source| {
+            let mutator = mutator.id().clone();
+            fail(
+                object,
+                self.gvk,
+                self.request,
+                Failure::Match { mutator, source },
+            )
+        })
     }
 
     /// Applies `mutator` in `pass`, saving in `originals` what it changes
@@ -977,7 +964,7 @@ impl<'a> Run<'a> {
         for _ in 0..passes {
             for (_, candidate) in self.candidates {
                 let mutator = &candidate.mutator;
-                if self.matches(mutator, object)? {
+                if self.matches(mutator, object, &mut None)? {
                     mutator
                         .apply(object, self.request)
                         .map_err(|source| self.apply_failed(mutator, object, source))?;
