@@ -9,7 +9,6 @@
 )]
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -23,6 +22,7 @@ use sartor_webhook::{
     TlsFiles, Unlabelled, Webhook,
 };
 use serde_json::{Value, json};
+use tempfile::TempDir;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -34,7 +34,9 @@ struct Harness {
     metrics_addr: SocketAddr,
     webhook: Arc<Webhook>,
     certs: SelfSigned,
-    dir: PathBuf,
+    /// The certificates' directory, removed when the harness is dropped
+    /// (also when a test fails).
+    dir: TempDir,
     shutdown: Option<oneshot::Sender<()>>,
     task: JoinHandle<()>,
 }
@@ -66,13 +68,14 @@ impl Setup {
     }
 
     async fn start(self, name: &str) -> Harness {
-        let dir =
-            std::env::temp_dir().join(format!("sartor-webhook-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("sartor-webhook-{name}-"))
+            .tempdir()
+            .unwrap();
         let certs = SelfSigned::generate("sartor", &["localhost", "127.0.0.1"]).unwrap();
-        let files = certs.write(&dir).unwrap();
+        let files = certs.write(dir.path()).unwrap();
         let client_ca = self.client_ca.map(|pem| {
-            let path = dir.join("client-ca.crt");
+            let path = dir.path().join("client-ca.crt");
             std::fs::write(&path, pem).unwrap();
             path
         });
@@ -155,7 +158,6 @@ impl Harness {
             .await
             .expect("server stops")
             .unwrap();
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
@@ -1194,7 +1196,7 @@ async fn a_new_certificate_is_served_to_new_connections_and_open_ones_keep_worki
     let mut open = harness.client().await;
     let old_certificate = open.server_certificate.clone();
     let renewed = SelfSigned::generate("sartor", &["localhost"]).unwrap();
-    renewed.write(&harness.dir).unwrap();
+    renewed.write(harness.dir.path()).unwrap();
     let mut reloaded = None;
     for _ in 0..100 {
         if let Ok(client) = https::connect(harness.addr, &renewed.ca_pem).await {
@@ -1294,7 +1296,8 @@ async fn shutdown_finishes_requests_in_flight_and_refuses_new_connections() {
         addr,
         mut shutdown,
         task,
-        dir,
+        // Kept to the end: the server reads its certificates from it.
+        dir: _dir,
         ..
     } = harness;
     let _ = shutdown.take().unwrap().send(());
@@ -1319,5 +1322,4 @@ async fn shutdown_finishes_requests_in_flight_and_refuses_new_connections() {
         .await
         .unwrap()
         .unwrap();
-    let _ = std::fs::remove_dir_all(dir);
 }
