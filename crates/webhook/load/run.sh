@@ -14,6 +14,12 @@
 # without the load generator's share of the two cores (on a busy machine it
 # moves between rounds about as much as requests/s does).
 #
+# And it reads what else the machine did meanwhile: the CPU time of all
+# processes (/proc/stat) minus the server's and wrk's, as a share of the
+# cores. On a quiet machine that is the kernel's loopback networking, a few
+# per cent; more means another process took CPU from the run, whose figures
+# then say less (the table marks such rows "busy").
+#
 # BINS="before=/path/to/sartor after=/other/sartor" compares binaries in one
 # run (each set runs once per binary, in turn; each binary's floor is its own);
 # by default the binary is built from this checkout. ROUNDS=N repeats the
@@ -33,9 +39,18 @@ server=
 trap 'kill $server 2>/dev/null || true; rm -rf "$work"' EXIT
 python3 "$here/make-load.py" "$work"
 rounds=${ROUNDS:-1}
+# Others' share of the cores above which a row is marked busy, in per cent.
+busy=${BUSY:-10}
 ticks=$(getconf CLK_TCK)
 # The server's CPU time so far, in clock ticks (utime + stime).
 cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# All cores' busy and total time so far, in clock ticks.
+machine() { awk '$1 == "cpu" {print $2 + $3 + $4 + $7 + $8 + $9, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9}' /proc/stat; }
+# The CPU time of this shell's finished children so far, in clock ticks, from
+# what `times` wrote to $1 (`times` must run in this shell, not in $(...)).
+children() { awk -v t="$ticks" 'NR == 2 {
+    gsub(/s/, "", $1); gsub(/s/, "", $2); split($1, u, "m"); split($2, s, "m")
+    printf "%.0f", (u[1] * 60 + u[2] + s[1] * 60 + s[2]) * t}' "$1"; }
 round=1
 while [ "$round" -le "$rounds" ]; do
     for set in ${SETS:-empty typical heavy}; do
@@ -50,9 +65,18 @@ while [ "$round" -le "$rounds" ]; do
             echo "== round $round, $set, $name: $(curl -s --cacert "$work/certs/ca.crt" \
                 https://localhost:18443/v1/mutate --data-binary @"$work/review.json" | head -c 120)..."
             before=$(cpu $server)
+            machine_before=$(machine)
+            times >"$work/times.before"
             REVIEW="$work/review.json" wrk -t1 -c"$connections" -d"$duration" --latency \
                 -s "$here/post.lua" https://127.0.0.1:18443/v1/mutate | tee "$work/wrk.out"
             after=$(cpu $server)
+            machine_after=$(machine)
+            times >"$work/times.after"
+            # Others' share of the cores: busy time minus the server's and
+            # wrk's (with tee, the pipeline's finished children).
+            others=$(echo "$machine_before $machine_after" | awk -v s=$((after - before)) \
+                -v w=$(($(children "$work/times.after") - $(children "$work/times.before"))) \
+                '{x = 100 * ($3 - $1 - s - w) / ($4 - $2); printf "%.0f", x < 0 ? 0 : x}')
             curl -s http://127.0.0.1:18888/metrics | grep '^sartor_admission_requests_total'
             rps=$(awk '/^Requests\/sec/ {print $2}' "$work/wrk.out")
             p50=$(awk '$1 == "50%" {print $2}' "$work/wrk.out")
@@ -60,7 +84,7 @@ while [ "$round" -le "$rounds" ]; do
             requests=$(awk '/requests in/ {print $1}' "$work/wrk.out")
             cpu_us=$(awk -v b="$before" -v a="$after" -v t="$ticks" -v n="$requests" \
                 'BEGIN {printf "%.1f", (a - b) * 1000000 / t / n}')
-            echo "$round $set $name $rps $p50 $p99 $cpu_us" >>"$work/results"
+            echo "$round $set $name $rps $p50 $p99 $cpu_us $others" >>"$work/results"
             kill -TERM $server
             wait $server || true
             server=
@@ -69,18 +93,20 @@ while [ "$round" -le "$rounds" ]; do
     round=$((round + 1))
 done
 echo
-echo "| round | binary | mutators | requests/s | vs its floor | p50 | p99 | server CPU/request | floor's vs this |"
-echo "|---|---|---|---:|---:|---:|---:|---:|---:|"
+echo "| round | binary | mutators | requests/s | vs its floor | p50 | p99 | server CPU/request | floor's vs this | others' CPU |"
+echo "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"
 awk '$2 == "empty" {floor[$1 " " $3] = $4; cpu[$1 " " $3] = $7}
-     {printf "| %s | %s | %s | %.0f | %.0f%% | %s | %s | %s µs | %.0f%% |\n", $1, $3, $2, $4,
-             100 * $4 / floor[$1 " " $3], $5, $6, $7, 100 * cpu[$1 " " $3] / $7}' "$work/results"
+     {mark = ""; if ($8 + 0 > busy + 0) mark = " busy"
+      printf "| %s | %s | %s | %.0f | %.0f%% | %s | %s | %s µs | %.0f%% | %s%%%s |\n", $1, $3, $2, $4,
+             100 * $4 / floor[$1 " " $3], $5, $6, $7, 100 * cpu[$1 " " $3] / $7, $8, mark}' \
+    busy="$busy" "$work/results"
 # With several rounds, the median of each binary and set: a round's share of
 # its floor pairs two runs that minutes of a shared machine's noise apart can
 # move by a tenth.
 if [ "$rounds" -gt 1 ]; then
     echo
-    echo "| binary | mutators | median requests/s | median share of its floor | shares | median p99 | median server CPU/request | floor's CPU/request vs this |"
-    echo "|---|---|---:|---:|---|---:|---:|---:|"
+    echo "| binary | mutators | median requests/s | median share of its floor | shares | median p99 | median server CPU/request | floor's CPU/request vs this | most others' CPU |"
+    echo "|---|---|---:|---:|---|---:|---:|---:|---:|"
     python3 - "$work/results" <<'PY'
 import re, statistics, sys
 rows = [line.split() for line in open(sys.argv[1])]
@@ -94,14 +120,15 @@ seen = {}
 for r in rows:
     seen.setdefault((r[2], r[1]), []).append(
         (float(r[3]), 100 * float(r[3]) / floor[(r[0], r[2])], ms(r[5]),
-         float(r[6]), 100 * floor_cpu[(r[0], r[2])] / float(r[6])))
+         float(r[6]), 100 * floor_cpu[(r[0], r[2])] / float(r[6]), int(r[7])))
 for (binary, mutators), runs in seen.items():
     shares = ", ".join("%.0f%%" % run[1] for run in runs)
-    print("| %s | %s | %.0f | %.0f%% | %s | %.2f ms | %.1f µs | %.0f%% |" % (
+    print("| %s | %s | %.0f | %.0f%% | %s | %.2f ms | %.1f µs | %.0f%% | %d%% |" % (
         binary, mutators, statistics.median(run[0] for run in runs),
         statistics.median(run[1] for run in runs), shares,
         statistics.median(run[2] for run in runs),
         statistics.median(run[3] for run in runs),
-        statistics.median(run[4] for run in runs)))
+        statistics.median(run[4] for run in runs),
+        max(run[5] for run in runs)))
 PY
 fi
