@@ -1,12 +1,15 @@
 //! How mutation cost grows with the number of mutators loaded and matching.
-//! Run: `cargo bench -p sartor-engine --bench scale`.
+//! Run: `cargo bench -p sartor-engine --bench scale` (and, for the load
+//! test's sets, `python3 crates/webhook/load/make-load.py DIR` first, then
+//! the bench with `SARTOR_LOAD_DIR=DIR`).
 
 #![allow(clippy::panic, clippy::unwrap_used, clippy::indexing_slicing)]
 
 mod common;
 
 use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_main};
-use sartor_engine::{Admission, Request, System};
+use sartor_api::{Input, load_mutators};
+use sartor_engine::{Admission, Mutator, Request, System};
 use serde_json::{Map, Value, json};
 
 use common::{apply_to, mutator};
@@ -169,6 +172,36 @@ fn configmap_through_many(c: &mut Criterion) {
     group.finish();
 }
 
+/// The webhook load test's Pod through each of its sets of 100 mutators
+/// (`crates/webhook/load/make-load.py`, written to `SARTOR_LOAD_DIR`; the
+/// group is skipped without it): the engine's share of a load-test request,
+/// and the shape `benches/gatekeeper/compare.sh` times Gatekeeper on.
+fn load_sets(c: &mut Criterion) {
+    let Some(dir) = std::env::var_os("SARTOR_LOAD_DIR") else {
+        eprintln!("load test's sets skipped: SARTOR_LOAD_DIR is not set");
+        return;
+    };
+    let dir = std::path::Path::new(&dir);
+    let review: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("review.json")).unwrap()).unwrap();
+    let pod = &review["request"]["object"];
+    let mut group = c.benchmark_group("load test's Pod through a set of 100");
+    for set in ["typical", "heavy"] {
+        let loaded = load_mutators(&[Input::from_arg(&dir.join(set).to_string_lossy())]);
+        assert!(loaded.errors.is_empty(), "{set}: {:?}", loaded.errors);
+        let mut system = System::new();
+        for mutator in &loaded.mutators {
+            system.upsert(Mutator::compile(&mutator.object).unwrap());
+        }
+        let admission = Admission::new(pod);
+        dump(&format!("load-{set}"), &system, pod);
+        group.bench_function(BenchmarkId::from_parameter(set), |b| {
+            b.iter(|| mutate_copy(&system, &admission, pod))
+        });
+    }
+    group.finish();
+}
+
 /// One Assign over the 3-container Pod's containers, through a glob and
 /// through sartor's exclusion, re-applied to a Pod it already mutated (the
 /// setter runs on each selected container, nothing changes).
@@ -257,6 +290,7 @@ criterion_group!(
     benches,
     pod_through_many,
     configmap_through_many,
+    load_sets,
     glob_vs_exclusion,
     extensions
 );

@@ -14,8 +14,11 @@
 #   on decoded mutators, System.Upsert, System.Mutate on a types.Mutable with
 #   the Namespace, Source Original, CREATE), with the shapes of sartor's
 #   benches/scale.rs: a 3-container Pod through N mutators of which 10 match,
-#   a 500-entry ConfigMap through N matching Assigns, and the "empty Pod,
-#   Assign applies" row of benches/gatekeeper.rs. Gatekeeper mutates in
+#   a 500-entry ConfigMap through N matching Assigns, the webhook load test's
+#   Pod through its typical and heavy sets of 100 mutators (written by
+#   crates/webhook/load/make-load.py into OUT/load; each mutator's spec is
+#   read by both, Gatekeeper's under its own apiVersion), and the "empty
+#   Pod, Assign applies" row of benches/gatekeeper.rs. Gatekeeper mutates in
 #   place, so its object is deep-copied outside the timer; sartor's
 #   System::mutate reads the object and makes its one copy inside the timer.
 # - sartor's criterion benches of the same shapes (benches/gatekeeper.rs,
@@ -35,7 +38,8 @@
 # works beside the benchmark when a core is free; GOMAXPROCS=1 in the
 # environment pins it to one); sartor's benches are single-threaded.
 #
-# Usage: crates/engine/benches/gatekeeper/compare.sh [micro|scale|all]
+# Usage: crates/engine/benches/gatekeeper/compare.sh [micro|scale|load|all]
+#          (scale includes load: the load test's sets alone)
 #        OUT=dir crates/engine/benches/gatekeeper/compare.sh table
 #          (the table again from a finished run's raw outputs in dir)
 #   env: ROUNDS (3), GO_BENCHTIME (300ms), GO_COUNT (2),
@@ -88,6 +92,10 @@ for line in open(sys.argv[1]):
 sartor_gatekeeper=$(bench_bin gatekeeper)
 sartor_scale=$(bench_bin scale)
 
+# The load test's Pod and sets, for both ends.
+python3 "$here/../../../webhook/load/make-load.py" "$OUT/load"
+export SARTOR_LOAD_DIR="$OUT/load"
+
 # --- same results -----------------------------------------------------------
 echo "checking that both make the same objects..." >&2
 SARTOR_BENCH_DUMP="$OUT/dump-sartor" CRITERION_HOME="$OUT/criterion-dump" \
@@ -128,7 +136,10 @@ if [[ $what == scale || $what == all ]]; then
     "configmap|shapes.test|^BenchmarkConfigMapThroughN$|$sartor_scale|^configmap with 500 entries"
   )
 fi
-[[ ${#groups[@]} -gt 0 ]] || { echo "usage: $0 [micro|scale|all]" >&2; exit 2; }
+if [[ $what == scale || $what == load || $what == all ]]; then
+  groups+=("load|shapes.test|^BenchmarkLoadSets$|$sartor_scale|^load test's Pod through a set of 100")
+fi
+[[ ${#groups[@]} -gt 0 ]] || { echo "usage: $0 [micro|scale|load|all]" >&2; exit 2; }
 
 collect_criterion() { # round, criterion home
   python3 - "$1" "$2" >>"$OUT/sartor.tsv" <<'EOF'
@@ -207,6 +218,10 @@ for n in [10, 100, 1000, 10000]:
 for n in [1, 10, 100, 1000]:
     rows.append((f"ConfigMap, 500 entries, through {n:,} matching Assigns",
                  f"configmap with 500 entries, N matching Assigns/{n}", f"BenchmarkConfigMapThroughN/{n}"))
+
+for name, changing in [("typical", "11 change it"), ("heavy", "66 change it")]:
+    rows.append((f"The webhook load test's Pod through its {name} set of 100 mutators ({changing})",
+                 f"load test's Pod through a set of 100/{name}", f"BenchmarkLoadSets/{name}"))
 
 def fmt(ns):
     if ns >= 1e6:

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 
@@ -23,6 +24,12 @@ import (
 func mutator(tb testing.TB, kind, name, spec string) types.Mutator {
 	tb.Helper()
 	doc := fmt.Sprintf(`{"apiVersion": "mutations.gatekeeper.sh/v1", "kind": %q, "metadata": {"name": %q}, "spec": %s}`, kind, name, spec)
+	return compile(tb, kind, name, doc)
+}
+
+// compile decodes doc, a whole mutator of kind, and compiles it.
+func compile(tb testing.TB, kind, name, doc string) types.Mutator {
+	tb.Helper()
 	var (
 		m   types.Mutator
 		err error
@@ -231,6 +238,72 @@ func BenchmarkConfigMapThroughN(b *testing.B) {
 	}
 }
 
+// loadSet is one of the webhook load test's sets (crates/webhook/load/
+// make-load.py, written to SARTOR_LOAD_DIR): its 100 mutators, each the same
+// spec under Gatekeeper's apiVersion, and its Pod (review.json's object).
+// Skips when SARTOR_LOAD_DIR is not set.
+func loadSet(tb testing.TB, set string) (*mutation.System, *unstructured.Unstructured) {
+	tb.Helper()
+	dir := os.Getenv("SARTOR_LOAD_DIR")
+	if dir == "" {
+		tb.Skip("SARTOR_LOAD_DIR not set")
+	}
+	raw, err := os.ReadFile(dir + "/" + set + "/100.yaml")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s := mutation.NewSystem(mutation.SystemOpts{})
+	// make-load.py writes one JSON document per line, between "---" lines.
+	for _, line := range strings.Split(string(raw), "\n") {
+		if line == "" || line == "---" {
+			continue
+		}
+		var doc map[string]any
+		if err := json.Unmarshal([]byte(line), &doc); err != nil {
+			tb.Fatalf("%s: %v", set, err)
+		}
+		doc["apiVersion"] = "mutations.gatekeeper.sh/v1"
+		gatekeeper, err := json.Marshal(doc)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		kind, _ := doc["kind"].(string)
+		name, _ := doc["metadata"].(map[string]any)["name"].(string)
+		upsert(tb, s, compile(tb, kind, name, string(gatekeeper)))
+	}
+	review, err := os.ReadFile(dir + "/review.json")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var parsed struct {
+		Request struct {
+			Object json.RawMessage `json:"object"`
+		} `json:"request"`
+	}
+	if err := json.Unmarshal(review, &parsed); err != nil {
+		tb.Fatal(err)
+	}
+	return s, object(tb, string(parsed.Request.Object))
+}
+
+// loadSets: the load test's sets, as sartor's scale bench names them.
+var loadSets = []string{"typical", "heavy"}
+
+// BenchmarkLoadSets: the load test's Pod through each of its sets of 100
+// mutators (sartor's "load test's Pod through a set of 100").
+func BenchmarkLoadSets(b *testing.B) {
+	for _, set := range loadSets {
+		b.Run(set, func(b *testing.B) {
+			s, pod := loadSet(b, set)
+			batched(b, pod, func(u *unstructured.Unstructured) {
+				if _, err := mutate(s, u, shop); err != nil {
+					b.Fatal(err)
+				}
+			})
+		})
+	}
+}
+
 // TestDumpResults writes what Gatekeeper makes of the realistic shapes, so
 // they can be compared with sartor's result (SARTOR_GK_DUMP=dir).
 func TestDumpResults(t *testing.T) {
@@ -260,5 +333,14 @@ func TestDumpResults(t *testing.T) {
 			t.Fatal(err)
 		}
 		write(fmt.Sprintf("configmap-%d", n), cm)
+	}
+	if os.Getenv("SARTOR_LOAD_DIR") != "" {
+		for _, set := range loadSets {
+			s, pod := loadSet(t, set)
+			if _, err := mutate(s, pod, shop); err != nil {
+				t.Fatal(err)
+			}
+			write("load-"+set, pod)
+		}
 	}
 }
