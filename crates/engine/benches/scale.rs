@@ -185,10 +185,12 @@ fn load_sets(c: &mut Criterion) {
     let review: Value =
         serde_json::from_slice(&std::fs::read(dir.join("review.json")).unwrap()).unwrap();
     let pod = &review["request"]["object"];
+    assert!(pod.is_object(), "review.json has no request.object");
     let mut group = c.benchmark_group("load test's Pod through a set of 100");
     for set in ["typical", "heavy"] {
-        let loaded = load_mutators(&[Input::from_arg(&dir.join(set).to_string_lossy())]);
+        let loaded = load_mutators(&[Input::Path(dir.join(set))]);
         assert!(loaded.errors.is_empty(), "{set}: {:?}", loaded.errors);
+        assert_eq!(loaded.mutators.len(), 100, "{set}: mutators loaded");
         let mut system = System::new();
         for mutator in &loaded.mutators {
             system.upsert(Mutator::compile(&mutator.object).unwrap());

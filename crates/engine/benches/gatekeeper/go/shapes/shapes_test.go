@@ -253,6 +253,7 @@ func loadSet(tb testing.TB, set string) (*mutation.System, *unstructured.Unstruc
 		tb.Fatal(err)
 	}
 	s := mutation.NewSystem(mutation.SystemOpts{})
+	loaded := 0
 	// make-load.py writes one JSON document per line, between "---" lines.
 	for _, line := range strings.Split(string(raw), "\n") {
 		if line == "" || line == "---" {
@@ -268,8 +269,13 @@ func loadSet(tb testing.TB, set string) (*mutation.System, *unstructured.Unstruc
 			tb.Fatal(err)
 		}
 		kind, _ := doc["kind"].(string)
-		name, _ := doc["metadata"].(map[string]any)["name"].(string)
+		metadata, _ := doc["metadata"].(map[string]any)
+		name, _ := metadata["name"].(string)
 		upsert(tb, s, compile(tb, kind, name, string(gatekeeper)))
+		loaded++
+	}
+	if loaded != 100 {
+		tb.Fatalf("%s: %d mutators, not 100", set, loaded)
 	}
 	review, err := os.ReadFile(dir + "/review.json")
 	if err != nil {
@@ -282,6 +288,9 @@ func loadSet(tb testing.TB, set string) (*mutation.System, *unstructured.Unstruc
 	}
 	if err := json.Unmarshal(review, &parsed); err != nil {
 		tb.Fatal(err)
+	}
+	if len(parsed.Request.Object) == 0 {
+		tb.Fatal("review.json has no request.object")
 	}
 	return s, object(tb, string(parsed.Request.Object))
 }
