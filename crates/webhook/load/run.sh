@@ -15,16 +15,18 @@
 # moves between rounds about as much as requests/s does).
 #
 # And it reads what else the machine did meanwhile: the CPU time of all
-# processes (/proc/stat) minus the server's and wrk's, as a share of the
-# cores. On a quiet machine that is the kernel's loopback networking, a few
-# per cent; more means another process took CPU from the run, whose figures
-# then say less (the table marks such rows "busy").
+# processes (/proc/stat, steal from other VMs included) minus the server's
+# and wrk's, as a share of the cores. On a quiet machine it reads 0-2%
+# (the script's own probes); more means something else took CPU from the
+# run, whose figures then say less (the table marks such rows "busy").
 #
 # BINS="before=/path/to/sartor after=/other/sartor" compares binaries in one
 # run (each set runs once per binary, in turn; each binary's floor is its own);
 # by default the binary is built from this checkout. ROUNDS=N repeats the
 # whole cycle N times (default 1) and adds the median of each binary and set.
 set -eu
+# `times` and awk read and write decimal points.
+export LC_ALL=C
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../../.." && pwd)
 duration=${1:-20s}
@@ -38,6 +40,7 @@ work=$(mktemp -d)
 server=
 trap 'kill $server 2>/dev/null || true; rm -rf "$work"' EXIT
 python3 "$here/make-load.py" "$work"
+echo "binaries: $BINS"
 rounds=${ROUNDS:-1}
 # Others' share of the cores above which a row is marked busy, in per cent.
 busy=${BUSY:-10}
@@ -73,10 +76,13 @@ while [ "$round" -le "$rounds" ]; do
             machine_after=$(machine)
             times >"$work/times.after"
             # Others' share of the cores: busy time minus the server's and
-            # wrk's (with tee, the pipeline's finished children).
+            # the children's finished between the two `times` (wrk and tee,
+            # and this script's probes, whose time is the run's own too).
+            children_after=$(children "$work/times.after")
+            children_before=$(children "$work/times.before")
             others=$(echo "$machine_before $machine_after" | awk -v s=$((after - before)) \
-                -v w=$(($(children "$work/times.after") - $(children "$work/times.before"))) \
-                '{x = 100 * ($3 - $1 - s - w) / ($4 - $2); printf "%.0f", x < 0 ? 0 : x}')
+                -v w=$((${children_after:-0} - ${children_before:-0})) \
+                '{printf "%.0f", 100 * ($3 - $1 - s - w) / ($4 - $2)}')
             curl -s http://127.0.0.1:18888/metrics | grep '^sartor_admission_requests_total'
             rps=$(awk '/^Requests\/sec/ {print $2}' "$work/wrk.out")
             p50=$(awk '$1 == "50%" {print $2}' "$work/wrk.out")
