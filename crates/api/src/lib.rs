@@ -60,8 +60,8 @@ pub use matching::{
 };
 pub use modify_set::{ModifySet, ModifySetParameters, ModifySetSpec, SetOperation, Values};
 pub use parse::{
-    Invalid, ParseError, api_group, is_expansion_template_document, is_mutator_document, json_type,
-    parse_expansion_template, parse_mutator,
+    Invalid, ParseError, api_group, invalid_name, is_expansion_template_document,
+    is_mutator_document, json_type, parse_expansion_template, parse_mutator,
 };
 pub use protection::{
     ADMISSION_CONFIGURATION_KINDS, ADMISSION_REGISTRATION_GROUP, GATEKEEPER_PROTECTED_GROUPS,

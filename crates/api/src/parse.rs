@@ -198,8 +198,11 @@ pub fn parse_mutator(value: &Value) -> Result<MutatorObject, ParseError> {
             },
         ));
     }
-    if name.is_none_or(str::is_empty) {
+    let Some(name) = name.filter(|n| !n.is_empty()) else {
         return Err(fail(subject, Invalid::MissingField("metadata.name")));
+    };
+    if let Some(problem) = invalid_name(name) {
+        return Err(fail(subject, problem));
     }
     if let Some(problem) = unknown_key(object) {
         return Err(fail(subject, problem));
@@ -227,6 +230,37 @@ pub fn parse_mutator(value: &Value) -> Result<MutatorObject, ParseError> {
         ));
     }
     Ok(mutator)
+}
+
+/// What the API server says of a custom resource's `metadata.name` that is
+/// not a lowercase RFC 1123 subdomain (its `NameIsDNSSubdomain`, in its
+/// words), so that a mutator `kubectl apply` would refuse is refused here too.
+pub fn invalid_name(name: &str) -> Option<Invalid> {
+    const MAX: usize = 253;
+    let label_ok = |label: &str| {
+        let bytes = label.as_bytes();
+        let alphanumeric = |b: &u8| b.is_ascii_lowercase() || b.is_ascii_digit();
+        bytes.first().is_some_and(alphanumeric)
+            && bytes.last().is_some_and(alphanumeric)
+            && bytes.iter().all(|b| alphanumeric(b) || *b == b'-')
+    };
+    let mut reasons = Vec::new();
+    if name.len() > MAX {
+        reasons.push(format!("must be no more than {MAX} characters"));
+    }
+    if !name.split('.').all(label_ok) {
+        reasons.push(
+            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, \
+             '-' or '.', and must start and end with an alphanumeric character (e.g. \
+             'example.com', regex used for validation is \
+             '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+                .to_string(),
+        );
+    }
+    (!reasons.is_empty()).then(|| Invalid::Field {
+        path: "metadata.name".to_string(),
+        message: format!("Invalid value: {name:?}: {}", reasons.join("; ")),
+    })
 }
 
 /// Interprets one object as Gatekeeper's `ExpansionTemplate`, checking what
@@ -257,6 +291,9 @@ pub fn parse_expansion_template(value: &Value) -> Result<ExpansionTemplate, Pars
             "metadata.name",
             "must be set and shorter than 64 characters",
         ));
+    }
+    if let Some(problem) = invalid_name(name) {
+        return Err(fail(problem));
     }
     let spec = &template.spec;
     if spec.template_source.is_empty() {

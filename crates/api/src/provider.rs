@@ -198,6 +198,9 @@ pub fn parse_provider(value: &Value) -> Result<Provider, ParseError> {
             "provider name can not be empty".to_string(),
         ));
     }
+    if let Some(problem) = crate::parse::invalid_name(provider.name()) {
+        return Err(header.fail(problem));
+    }
     if spec.url.is_empty() {
         return Err(invalid("spec.url", "invalid provider url".to_string()));
     }

@@ -61,6 +61,12 @@ pub struct LintArgs {
     /// those of one class. Errors are never left out.
     #[arg(long, value_name = "RULE", value_delimiter = ',', value_parser = parse_allow)]
     allow: Vec<Allow>,
+    /// The output of `kubectl api-resources` for the cluster the mutators go
+    /// to: which kinds are namespaced, beside the built-in kinds and the
+    /// CRDs among the PATHs (what `never-applies` reads of `match.scope`);
+    /// repeat for more.
+    #[arg(long = "api-resources", value_name = "FILE", action = clap::ArgAction::Append)]
+    api_resources: Vec<String>,
 }
 
 /// What `--allow` leaves out.
@@ -77,7 +83,10 @@ enum Allow {
 impl Allow {
     fn covers(self, category: Category) -> bool {
         match (self, category) {
-            (Allow::Rule(allowed), Category::Analysis(rule)) => allowed == rule,
+            (
+                Allow::Rule(allowed),
+                Category::Analysis(rule) | Category::AcceptedByGatekeeper(rule),
+            ) => allowed == rule,
             (Allow::Gatekeeper, Category::Gatekeeper(_)) => true,
             (Allow::Class(allowed), Category::Gatekeeper(class)) => allowed == class,
             _ => false,
@@ -121,6 +130,15 @@ pub fn run(args: &LintArgs) -> anyhow::Result<Exit> {
     let inputs: Vec<Input> = args.paths.iter().map(|p| Input::from_arg(p)).collect();
     let repository = load::repository(&args.mutators, &inputs);
     let system = &repository.system;
+    let scopes = match repository.scopes(&args.api_resources) {
+        Ok(scopes) => scopes,
+        Err(errors) => {
+            for error in errors {
+                eprintln!("error: {error}");
+            }
+            return Ok(Exit::InvalidInput);
+        }
+    };
     let allowed = |f: &load::Finding| !args.allow.iter().any(|a| a.covers(f.category));
     let mut findings = repository.findings.clone();
     findings.extend(load::provider_findings(&repository));
@@ -137,7 +155,7 @@ pub fn run(args: &LintArgs) -> anyhow::Result<Exit> {
         findings.insert(at, finding);
     }
     findings.extend(
-        load::analysis_findings(system, &repository.origins)
+        load::analysis_findings(&repository, &scopes)
             .into_iter()
             .filter(allowed),
     );

@@ -12,7 +12,9 @@ use sartor_api::{
 use sartor_controller::files::{self, FileError};
 use sartor_engine::analysis::gatekeeper::{self, Class};
 use sartor_engine::analysis::{self, Rule, Severity};
-use sartor_engine::{Expander, Gvk, MutatorId, System, Template, TemplatesError};
+use sartor_engine::{
+    ApiResource, Expander, Gvk, MutatorId, Scopes, System, Template, TemplatesError,
+};
 use serde_json::{Value, json};
 
 /// One problem with the mutator set, for humans (Display) and CI (JSON).
@@ -51,6 +53,10 @@ pub enum Category {
     Gatekeeper(Class),
     /// A finding of the static analysis of the set.
     Analysis(Rule),
+    /// An analysis error (`never-applies`) about a mutator with a
+    /// Gatekeeper apiVersion, which Gatekeeper installs as it is: a warning,
+    /// so that a repository Gatekeeper accepts still passes `sartor lint`.
+    AcceptedByGatekeeper(Rule),
 }
 
 impl Category {
@@ -63,7 +69,7 @@ impl Category {
             Category::Conflict => "conflict",
             Category::Provider => "provider",
             Category::Gatekeeper(_) => GATEKEEPER,
-            Category::Analysis(rule) => rule.as_str(),
+            Category::Analysis(rule) | Category::AcceptedByGatekeeper(rule) => rule.as_str(),
         }
     }
 
@@ -77,6 +83,7 @@ impl Category {
             Category::Provider => Severity::Warning,
             Category::Gatekeeper(class) => class.severity(),
             Category::Analysis(rule) => rule.severity(),
+            Category::AcceptedByGatekeeper(_) => Severity::Warning,
         }
     }
 }
@@ -89,7 +96,9 @@ impl fmt::Display for Finding {
             write!(f, ": {subject}")?;
         }
         match self.category {
-            Category::Analysis(rule) => write!(f, ": {rule}")?,
+            Category::Analysis(rule) | Category::AcceptedByGatekeeper(rule) => {
+                write!(f, ": {rule}")?;
+            }
             Category::Gatekeeper(class) => write!(f, ": {class}")?,
             _ => {}
         }
@@ -132,18 +141,36 @@ impl Finding {
     }
 }
 
-/// The static analysis of `system` as findings, each placed at the origin
-/// of the mutator it is about.
-pub fn analysis_findings(system: &System, origins: &HashMap<MutatorId, Origin>) -> Vec<Finding> {
-    analysis::analyze(system)
+/// The static analysis of the repository's mutators as findings, each
+/// placed at the origin of the mutator it is about; `scopes` says which
+/// kinds are namespaced. An error about a mutator with a Gatekeeper
+/// apiVersion is a warning ([`Category::AcceptedByGatekeeper`]).
+pub fn analysis_findings(repository: &Repository, scopes: &Scopes) -> Vec<Finding> {
+    let gatekeeper: HashSet<&Origin> = repository.gatekeeper.iter().map(|d| &d.origin).collect();
+    analysis::analyze(&repository.system, scopes)
         .into_iter()
         .filter_map(|found| {
             let first = found.mutators.first()?;
+            let origin = repository.origins.get(first)?;
+            let (category, message) =
+                if found.severity() == Severity::Error && gatekeeper.contains(origin) {
+                    (
+                        Category::AcceptedByGatekeeper(found.rule),
+                        format!(
+                            "{}; a warning, not an error, because Gatekeeper {} installs it as it is (its apiVersion is {})",
+                            found.message,
+                            gatekeeper::GATEKEEPER_VERSION,
+                            sartor_api::GATEKEEPER_GROUP
+                        ),
+                    )
+                } else {
+                    (Category::Analysis(found.rule), found.message.clone())
+                };
             Some(Finding {
-                category: Category::Analysis(found.rule),
-                origin: origins.get(first)?.clone(),
+                category,
+                origin: origin.clone(),
                 subject: Some(first.to_string()),
-                message: found.message.clone(),
+                message,
                 analysis: Some(Box::new(found)),
             })
         })
@@ -258,6 +285,10 @@ pub struct Repository {
     pub explicit_origins: HashSet<String>,
     /// The documents that are not mutators, in input order.
     pub others: Vec<Document>,
+    /// The kinds the CustomResourceDefinitions among the inputs define
+    /// (kept whether or not `objects_kept`): what [`Repository::scopes`]
+    /// adds to the built-in kinds.
+    pub crds: Vec<ApiResource>,
     /// How many documents were left out: kustomize's files, and documents
     /// that are not Kubernetes objects.
     pub skipped: usize,
@@ -335,6 +366,8 @@ pub fn repository_with(
     let mut others = Vec::new();
     let mut objects = 0usize;
     let mut skipped = skipped_explicit.len();
+    let mut crds = Vec::new();
+    let mut crd_findings = Vec::new();
     visit_documents(inputs, stdin, &mut |read| match read {
         Err(error) => errors.push(error),
         Ok(document) if !seen.insert(document.origin.to_string()) => {}
@@ -343,6 +376,17 @@ pub fn repository_with(
             Role::Template => template_documents.push(document),
             Role::Mutator => mutators.push(document),
             Role::Object => {
+                match ApiResource::of_crd(&document.value) {
+                    Ok(Some(kind)) => crds.push(kind),
+                    Ok(None) => {}
+                    Err(error) => crd_findings.push(Finding {
+                        category: Category::Load,
+                        origin: document.origin.clone(),
+                        subject: None,
+                        message: error.to_string(),
+                        analysis: None,
+                    }),
+                }
                 objects += 1;
                 if objects == keep_objects.saturating_add(1) {
                     others.retain(|d: &Document| namespace_name(&d.value).is_some());
@@ -394,6 +438,7 @@ pub fn repository_with(
         found,
         templates,
         others,
+        crds,
         skipped,
         objects_kept: objects <= keep_objects,
         explicit_origins,
@@ -403,6 +448,7 @@ pub fn repository_with(
     if let Err(finding) = repository.expander(true) {
         findings.push(finding);
     }
+    findings.extend(crd_findings);
     repository.findings = findings;
     repository
 }
@@ -442,6 +488,33 @@ fn is_kustomize_document(value: &Value) -> bool {
 }
 
 impl Repository {
+    /// Which kinds are namespaced: the built-in kinds, those listed in the
+    /// `api_resources` files (`kubectl api-resources` output), then those
+    /// of the CRDs among the inputs, each later source winning.
+    ///
+    /// # Errors
+    /// A message per file that cannot be read or is not `kubectl
+    /// api-resources` output, naming the file and line.
+    pub fn scopes(&self, api_resources: &[String]) -> Result<Scopes, Vec<String>> {
+        let mut scopes = Scopes::builtin();
+        let mut errors = Vec::new();
+        for file in api_resources {
+            match std::fs::read_to_string(file)
+                .map_err(|e| format!("{file}: cannot read: {e}"))
+                .and_then(|text| ApiResource::parse(&text).map_err(|e| format!("{file}: {e}")))
+            {
+                Ok(resources) => scopes.extend(resources),
+                Err(message) => errors.push(format!("--api-resources {message}")),
+            }
+        }
+        scopes.extend(self.crds.iter().cloned());
+        if errors.is_empty() {
+            Ok(scopes)
+        } else {
+            Err(errors)
+        }
+    }
+
     /// An expander of its templates, with the built-in ones unless
     /// `builtins` is false; a cycle among them is a finding.
     pub fn expander(&self, builtins: bool) -> Result<Expander, Finding> {

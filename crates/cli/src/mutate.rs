@@ -1,15 +1,15 @@
 //! `sartor mutate`: apply the mutators to objects read from files, as the
 //! webhook would, and print the results in input order.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use anyhow::Context as _;
 use clap::{Args, ValueEnum};
 use sartor_api::{Document, Input};
 use sartor_engine::matching::MatchError;
 use sartor_engine::{
-    Admission, ExpandFailure, Expander, Failure, Generated, MutateError, Mutation, ObjectRef,
-    Operation, Source,
+    Admission, ExpandFailure, Expander, Failure, Generated, Gvk, MutateError, Mutation, ObjectRef,
+    Operation, Placement, Scopes, Source,
 };
 use serde_json::{Value, json};
 
@@ -21,8 +21,11 @@ use crate::load::{self, namespace_name};
 ///
 /// Objects are read from files, directories (recursively: *.yaml, *.yml,
 /// *.json) or `-` for stdin (the default when no PATH is given), and printed in
-/// input order. An object's namespace is its `metadata.namespace`; objects
-/// without one are mutated as cluster-scoped.
+/// input order. Whether an object is namespaced comes from its kind, as the
+/// API server would say (built-in kinds, the CRDs among the inputs,
+/// --api-resources); a namespaced object without `metadata.namespace` is
+/// mutated in the namespace of -n (`default`, as kubectl), which
+/// `--explain` says.
 ///
 /// The inputs may be a whole repository (or the output of `kustomize build`
 /// or `helm template`): a document whose apiVersion is in a mutation group
@@ -46,6 +49,17 @@ pub struct MutateArgs {
     /// repeat the flag for more. Namespaces among the inputs count too.
     #[arg(long = "namespaces", value_name = "PATH", action = clap::ArgAction::Append)]
     namespaces: Vec<String>,
+    /// The namespace of namespaced objects without `metadata.namespace`, as
+    /// `kubectl apply -n` gives it (or kustomize's `namespace:`, an Argo CD
+    /// or Flux destination); matched by `namespaces`, `excludedNamespaces`
+    /// and `namespaceSelector` (give its Namespace object for the last).
+    #[arg(long, short = 'n', value_name = "NAMESPACE", default_value = "default")]
+    namespace: String,
+    /// The output of `kubectl api-resources` (with or without `-o wide`) for
+    /// the cluster the objects go to: the scope of kinds that are neither
+    /// built in nor defined by a CRD among the inputs; repeat for more.
+    #[arg(long = "api-resources", value_name = "FILE", action = clap::ArgAction::Append)]
+    api_resources: Vec<String>,
     /// The admission operation to mutate for.
     #[arg(long, value_enum, default_value_t = Operation::Create)]
     operation: Operation,
@@ -163,6 +177,15 @@ pub fn run(args: &MutateArgs) -> anyhow::Result<Exit> {
     } else {
         None
     };
+    let scopes = match repository.scopes(&args.api_resources) {
+        Ok(scopes) => scopes,
+        Err(errors) => {
+            for error in errors {
+                eprintln!("error: {error}");
+            }
+            return Ok(Exit::InvalidInput);
+        }
+    };
     let system = repository.system;
     let documents = repository.others;
     for document in &documents {
@@ -186,6 +209,8 @@ pub fn run(args: &MutateArgs) -> anyhow::Result<Exit> {
     };
     let offline = Offline {
         operation: args.operation,
+        scopes: &scopes,
+        namespace: &args.namespace,
         namespaces: &namespaces,
         external: &external,
         username: &args.username,
@@ -198,6 +223,7 @@ pub fn run(args: &MutateArgs) -> anyhow::Result<Exit> {
         printer: Printer::new(args),
         outcome: Exit::Ok,
         identities: HashMap::new(),
+        unknown: HashSet::new(),
         failure: None,
     };
     let mut each = |document: &Document| {
@@ -236,6 +262,8 @@ struct Objects<'a> {
     outcome: Exit,
     /// `Kind namespace/name` of each object so far, with where it was read.
     identities: HashMap<String, String>,
+    /// The kinds of unknown scope warned about.
+    unknown: HashSet<Gvk>,
     /// The first output error, which stops the run.
     failure: Option<anyhow::Error>,
 }
@@ -260,15 +288,21 @@ impl Objects<'_> {
                     .insert(identity, document.origin.to_string());
             }
         }
+        let mutated = mutate_one(system, document, offline);
+        if let Ok((_, mutation)) = &mutated
+            && mutation.protected.is_none()
+        {
+            self.warn_unknown_scope(document);
+        }
         let printer = &mut self.printer;
-        match mutate_one(system, document, offline) {
+        match mutated {
             Ok((object, mutation)) => {
                 if args.exit_code && object != document.value && self.outcome == Exit::Ok {
                     self.outcome = Exit::Changed;
                 }
                 if args.explain {
                     let mut explanation = String::new();
-                    explain(&mut explanation, document, &object, &mutation);
+                    explain(&mut explanation, document, &object, &mutation, offline);
                     printer.text(&explanation)?;
                 }
                 if args.diff {
@@ -290,7 +324,7 @@ impl Objects<'_> {
                             );
                             if args.explain {
                                 let mut explanation = String::new();
-                                explain_as(&mut explanation, &label, &g.outcome);
+                                explain_as(&mut explanation, &label, None, &g.outcome);
                                 printer.text(&explanation)?;
                             }
                             if args.diff {
@@ -314,6 +348,34 @@ impl Objects<'_> {
             }
         }
         Ok(())
+    }
+    /// Warns, once per kind, of an object mutated as cluster-scoped only
+    /// because nothing says whether its kind is namespaced.
+    fn warn_unknown_scope(&mut self, document: &Document) {
+        if self
+            .offline
+            .scopes
+            .place(&document.value, self.offline.namespace)
+            == Placement::Unknown
+        {
+            let gvk = Gvk::of(&document.value);
+            if self.unknown.insert(Gvk {
+                version: String::new(),
+                ..gvk.clone()
+            }) {
+                eprintln!(
+                    "warning: {}: the scope of kind {} is unknown (not built in, no CRD among the \
+                     inputs, not in --api-resources): objects of it without metadata.namespace are \
+                     mutated as cluster-scoped",
+                    document.origin,
+                    if gvk.group.is_empty() {
+                        gvk.kind.clone()
+                    } else {
+                        format!("{}.{}", gvk.kind, gvk.group)
+                    }
+                );
+            }
+        }
     }
 }
 
@@ -393,6 +455,10 @@ impl Printer {
 pub(crate) struct Offline<'a> {
     /// CREATE or UPDATE.
     pub operation: Operation,
+    /// Which kinds are namespaced.
+    pub scopes: &'a Scopes,
+    /// The namespace of namespaced objects without `metadata.namespace`.
+    pub namespace: &'a str,
     /// Namespace objects by name.
     pub namespaces: &'a HashMap<String, Value>,
     /// Where external data comes from.
@@ -431,14 +497,20 @@ pub(crate) fn mutate_one(
     document: &Document,
     offline: &Offline<'_>,
 ) -> Result<(Value, Mutation), String> {
+    let placement = offline.scopes.place(&document.value, offline.namespace);
     let admission = Admission::new(&document.value)
+        .namespace(placement.namespace())
         .operation(offline.operation)
         .namespaces(offline.namespaces)
         .username(offline.username);
     let mut object = document.value.clone();
     match admit(system, admission, &mut object, offline.external) {
         Ok(mutation) => Ok((object, mutation)),
-        Err(error) => Err(format!("{}: {error}{}", document.origin, hint(&error))),
+        Err(error) => Err(format!(
+            "{}: {error}{}",
+            document.origin,
+            hint(&error, placement)
+        )),
     }
 }
 
@@ -452,7 +524,8 @@ pub(crate) fn expand_one(
     mutated: &Value,
     offline: &Offline<'_>,
 ) -> Result<Vec<Generated<Mutation>>, String> {
-    let namespace = Admission::new(mutated).namespace;
+    let placement = offline.scopes.place(mutated, offline.namespace);
+    let namespace = placement.namespace().map(str::to_string);
     let mut mutate = |generated: &mut Value| {
         let admission = Admission::new(generated)
             .without_operation()
@@ -467,19 +540,40 @@ pub(crate) fn expand_one(
         .map_err(|failure| match failure {
             ExpandFailure::Expand(error) => format!("{}: {error}", document.origin),
             ExpandFailure::Mutate(error) => {
-                format!("{}: generated {error}{}", document.origin, hint(&error))
+                format!(
+                    "{}: generated {error}{}",
+                    document.origin,
+                    hint(&error, placement)
+                )
             }
         })
 }
 
-/// What to tell the user along with a mutation error they can fix here.
-fn hint(error: &MutateError) -> &'static str {
-    match &*error.reason {
-        Failure::Match {
-            source: MatchError::NamespaceUnknown { .. } | MatchError::ValueNamespaceUnknown { .. },
-            ..
-        } => "; pass the Namespace object with --namespaces",
-        _ => "",
+/// What to tell the user along with a mutation error they can fix here;
+/// `placement` is where the object was mutated.
+fn hint(error: &MutateError, placement: Placement<'_>) -> String {
+    match (&*error.reason, placement) {
+        (
+            Failure::Match {
+                source:
+                    MatchError::NamespaceUnknown { .. } | MatchError::ValueNamespaceUnknown { .. },
+                ..
+            },
+            Placement::Assumed(namespace),
+        ) => format!(
+            "; the object has no metadata.namespace, so it was mutated in namespace {namespace:?} \
+             (-n): pass that Namespace object with --namespaces, or give -n the namespace it is \
+             deployed to"
+        ),
+        (
+            Failure::Match {
+                source:
+                    MatchError::NamespaceUnknown { .. } | MatchError::ValueNamespaceUnknown { .. },
+                ..
+            },
+            _,
+        ) => "; pass the Namespace object with --namespaces".to_string(),
+        _ => String::new(),
     }
 }
 
@@ -488,18 +582,33 @@ fn describe(object: &Value) -> String {
     ObjectRef::admitted(object, &Admission::new(object)).to_string()
 }
 
-/// Appends what happened to one object: a header naming it, then one line
-/// per change (`pass 1  Assign pull  spec.containers[name: app].imagePullPolicy`),
-/// or the one line saying why an object sartor never mutates was left.
-fn explain(out: &mut String, document: &Document, object: &Value, mutation: &Mutation) {
+/// Appends what happened to one object: a header naming it, the namespace
+/// it was mutated in when that was assumed, then one line per change
+/// (`pass 1  Assign pull  spec.containers[name: app].imagePullPolicy`), or
+/// the one line saying why an object sartor never mutates was left.
+fn explain(
+    out: &mut String,
+    document: &Document,
+    object: &Value,
+    mutation: &Mutation,
+    offline: &Offline<'_>,
+) {
     let label = format!("{} ({})", document.origin, describe(object));
-    explain_as(out, &label, mutation);
+    let placement = offline.scopes.place(&document.value, offline.namespace);
+    let assumed = (mutation.protected.is_none()
+        && matches!(placement, Placement::Assumed(_) | Placement::Unknown))
+    .then(|| placement.to_string());
+    explain_as(out, &label, assumed.as_deref(), mutation);
 }
 
-/// [`explain`] under a label of the caller's.
-fn explain_as(out: &mut String, label: &str, mutation: &Mutation) {
+/// [`explain`] under a label of the caller's, with where the object was
+/// mutated when it was assumed.
+fn explain_as(out: &mut String, label: &str, placement: Option<&str>, mutation: &Mutation) {
     use std::fmt::Write as _;
     let _ = writeln!(out, "{label}:");
+    if let Some(placement) = placement {
+        let _ = writeln!(out, "  mutated {placement}");
+    }
     if let Some(protection) = mutation.protected {
         let _ = writeln!(out, "  not mutated: {protection}");
     } else if mutation.changes.is_empty() {

@@ -5,6 +5,8 @@
 //! ```yaml
 //! mutators: [../mutators]              # files or directories, relative to this file
 //! namespaces: [../objects/namespace.yaml]  # optional: Namespace objects
+//! namespace: shop                      # optional: of objects without one (default: default)
+//! apiResources: [api-resources.txt]    # optional: `kubectl api-resources` output
 //! providerAnswers: [answers.yaml]      # optional: recorded provider answers
 //! cases:
 //! - name: pods pull through the mirror
@@ -37,7 +39,7 @@ use std::time::Instant;
 use anyhow::Context as _;
 use clap::Args;
 use sartor_api::{Document, Input, ProviderResponse, read_documents};
-use sartor_engine::{Expander, Operation, System};
+use sartor_engine::{ApiResource, Expander, Operation, Scopes, System};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -86,6 +88,14 @@ struct Suite {
     mutators: Vec<String>,
     #[serde(default)]
     namespaces: Vec<String>,
+    /// The namespace of namespaced objects without `metadata.namespace`
+    /// (`sartor mutate -n`); a case's own wins.
+    #[serde(default)]
+    namespace: Option<String>,
+    /// `kubectl api-resources` output for kinds neither built in nor defined
+    /// by a CRD among the mutators (`sartor mutate --api-resources`).
+    #[serde(default)]
+    api_resources: Vec<String>,
     /// Recorded external data answers for every case (see `sartor mutate
     /// --provider-answers`); a case's own `providers` win.
     #[serde(default)]
@@ -100,6 +110,9 @@ struct Case {
     name: String,
     #[serde(default)]
     operation: Option<Operation>,
+    /// The namespace of namespaced inputs without `metadata.namespace`.
+    #[serde(default)]
+    namespace: Option<String>,
     input: Objects,
     #[serde(default)]
     expected: Option<Objects>,
@@ -285,6 +298,17 @@ fn run_suite(file: &Path, run: Option<&str>) -> SuiteResult {
             return result;
         }
     };
+    let scopes =
+        match repository.scopes(&suite.api_resources.iter().map(relative).collect::<Vec<_>>()) {
+            Ok(scopes) => scopes,
+            Err(errors) => {
+                result.problems = errors
+                    .into_iter()
+                    .map(|e| e.replacen("--api-resources", "apiResources:", 1))
+                    .collect();
+                return result;
+            }
+        };
     let (system, findings) = (repository.system, repository.findings);
     let namespaces = match read(&suite.namespaces.iter().map(relative).collect::<Vec<_>>()) {
         Ok(documents) => documents
@@ -320,7 +344,15 @@ fn run_suite(file: &Path, run: Option<&str>) -> SuiteResult {
         .filter(|case| run.is_none_or(|pattern| case.name.contains(pattern)))
     {
         let started = Instant::now();
-        let failure = run_case(case, dir, &system, &expander, &namespaces, &recorded).err();
+        let setting = Setting {
+            system: &system,
+            expander: &expander,
+            scopes: &scopes,
+            namespace: suite.namespace.as_deref().unwrap_or("default"),
+            namespaces: &namespaces,
+            recorded: &recorded,
+        };
+        let failure = run_case(case, dir, &setting).err();
         result.cases.push(CaseResult {
             name: case.name.clone(),
             failure,
@@ -330,16 +362,38 @@ fn run_suite(file: &Path, run: Option<&str>) -> SuiteResult {
     result
 }
 
+/// What a suite gives each of its cases.
+struct Setting<'a> {
+    system: &'a System,
+    expander: &'a Expander,
+    /// Which kinds are namespaced (built in, `apiResources`, the CRDs among
+    /// the mutators).
+    scopes: &'a Scopes,
+    /// The suite's namespace for objects without one.
+    namespace: &'a str,
+    namespaces: &'a HashMap<String, Value>,
+    recorded: &'a BTreeMap<String, ProviderResponse>,
+}
+
 /// Runs one case; `Err` carries what to show for its failure.
-fn run_case(
-    case: &Case,
-    dir: &Path,
-    system: &System,
-    expander: &Expander,
-    namespaces: &HashMap<String, Value>,
-    recorded: &BTreeMap<String, ProviderResponse>,
-) -> Result<(), String> {
+fn run_case(case: &Case, dir: &Path, setting: &Setting<'_>) -> Result<(), String> {
+    let Setting {
+        system,
+        expander,
+        namespaces,
+        recorded,
+        ..
+    } = *setting;
     let inputs = objects(&case.input, dir)?;
+    // A CRD among the inputs gives its kind a scope, as in `sartor mutate`.
+    let mut scopes = setting.scopes.clone();
+    for input in &inputs {
+        if let Some(kind) =
+            ApiResource::of_crd(&input.value).map_err(|e| format!("{}: {e}", input.origin))?
+        {
+            scopes.extend([kind]);
+        }
+    }
     let mut answers = recorded.clone();
     answers.extend(case.providers.clone());
     let external = External::Recorded(answers);
@@ -351,6 +405,8 @@ fn run_case(
     }
     let offline = Offline {
         operation: case.operation.unwrap_or(Operation::Create),
+        scopes: &scopes,
+        namespace: case.namespace.as_deref().unwrap_or(setting.namespace),
         namespaces: &namespaces,
         external: &external,
         username: &case.username,

@@ -457,7 +457,15 @@ data: {mode: fast}
     let dir = scratch("protected", &[("o.yaml", objects)]);
     let mutator = fixture("label-everything.yaml");
     let (code, stdout, stderr) = sartor(&dir, &["mutate", "-m", &mutator, "o.yaml"], "");
-    assert_eq!((code, stderr.as_str()), (0, ""));
+    // SyncSet is mutated: no CRD says it is cluster-scoped, and none is needed
+    // here (the mutator has no namespace criteria), but sartor says so.
+    assert_eq!(
+        (code, stderr.as_str()),
+        (
+            0,
+            "warning: o.yaml: document 4: the scope of kind SyncSet.syncset.gatekeeper.sh is unknown (not built in, no CRD among the inputs, not in --api-resources): objects of it without metadata.namespace are mutated as cluster-scoped\n"
+        )
+    );
     assert_eq!(
         stdout,
         r#"apiVersion: constraints.gatekeeper.sh/v1beta1
@@ -500,7 +508,8 @@ metadata:
     );
     let (code, stdout, stderr) =
         sartor(&dir, &["mutate", "-m", &mutator, "--explain", "o.yaml"], "");
-    assert_eq!((code, stderr.as_str()), (0, ""));
+    assert_eq!(code, 0);
+    assert!(stderr.starts_with("warning: o.yaml: document 4: the scope of kind SyncSet"));
     assert_eq!(
         stdout,
         "o.yaml: document 1 (constraints.gatekeeper.sh/v1beta1 K8sRequiredLabels must-have-owner):
@@ -510,6 +519,7 @@ o.yaml: document 2 (admissionregistration.k8s.io/v1 ValidatingWebhookConfigurati
 o.yaml: document 3 (reports.sartor.dev/v1alpha1 Report weekly):
   not mutated: sartor never mutates its own API (*.sartor.dev)
 o.yaml: document 4 (syncset.gatekeeper.sh/v1alpha1 SyncSet pods):
+  mutated cluster-scoped (assumed: kind of unknown scope without metadata.namespace; give its CRD or --api-resources)
   pass 1  AssignMetadata label-everything  metadata.labels.mutated
 o.yaml: document 5 (v1 ConfigMap shop/settings):
   pass 1  AssignMetadata label-everything  metadata.labels.mutated
@@ -777,7 +787,7 @@ fn a_malformed_suite_is_named_with_its_line() {
             2,
             "0 passed, 0 failed, 1 suite invalid\n",
             format!(
-                "error: {path}/bad.sartor-test.yaml: invalid suite: cases[0]: unknown field `inptu`, expected one of `name`, `operation`, `input`, `expected`, `expectedError`, `expand`, `username`, `providers` at line 4 column 3\n"
+                "error: {path}/bad.sartor-test.yaml: invalid suite: cases[0]: unknown field `inptu`, expected one of `name`, `operation`, `namespace`, `input`, `expected`, `expectedError`, `expand`, `username`, `providers` at line 4 column 3\n"
             )
         )
     );
@@ -1447,4 +1457,385 @@ fn lint_says_where_gatekeeper_would_differ() {
     let (code, _, stderr) = sartor(&dir, &["lint", "-m", "sartor.yaml"], "");
     assert_eq!((code, stderr), (2, lines("sartor.yaml", &errors)));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+// === scope and namespace of manifests without metadata.namespace ===
+
+/// The namespace-less Pod and Deployment of `fixtures/namespace-less`, with
+/// mutators limited to namespaced objects (also proven on a real API server:
+/// the cluster suite's `scope::namespace_less_manifests_...`).
+fn namespace_less(name: &str) -> String {
+    fixture(&format!("namespace-less/{name}"))
+}
+
+#[test]
+fn a_namespace_less_pod_is_mutated_as_namespaced_in_the_default_namespace() {
+    let dir = scratch("ns-less-pod", &[]);
+    let mutators = namespace_less("mutators.yaml");
+    let pod = namespace_less("pod.yaml");
+    let (code, stdout, stderr) = sartor(&dir, &["mutate", "-m", &mutators, &pod], "");
+    assert_eq!((code, stderr.as_str()), (0, ""));
+    assert_eq!(
+        stdout,
+        "apiVersion: v1
+kind: Pod
+metadata:
+  labels:
+    team: platform
+  name: web
+spec:
+  containers:
+  - image: nginx:1.27
+    imagePullPolicy: Always
+    name: app
+  - args:
+    - --config=/fluent-bit/etc/fluent-bit.conf
+    image: fluent/fluent-bit:3.0
+    imagePullPolicy: Always
+    name: log-shipper
+"
+    );
+    // -n as kubectl takes it: kube-system is excluded by always-pull, and
+    // team-label is for `default` only.
+    let (code, stdout, stderr) = sartor(
+        &dir,
+        &["mutate", "-n", "kube-system", "-m", &mutators, &pod],
+        "",
+    );
+    assert_eq!((code, stderr.as_str()), (0, ""));
+    assert_eq!(
+        stdout,
+        "apiVersion: v1
+kind: Pod
+metadata:
+  name: web
+spec:
+  containers:
+  - image: nginx:1.27
+    name: app
+  - args:
+    - --config=/fluent-bit/etc/fluent-bit.conf
+    image: fluent/fluent-bit:3.0
+    name: log-shipper
+"
+    );
+}
+
+#[test]
+fn a_namespace_less_deployment_expands_into_a_pod_of_its_assumed_namespace() {
+    let dir = scratch("ns-less-expand", &[]);
+    let (code, stdout, stderr) = sartor(
+        &dir,
+        &[
+            "mutate",
+            "--expand",
+            "-m",
+            &namespace_less("mutators.yaml"),
+            &namespace_less("deployment.yaml"),
+        ],
+        "",
+    );
+    assert_eq!((code, stderr.as_str()), (0, ""));
+    assert_eq!(
+        stdout,
+        "apiVersion: apps/v1
+kind: Deployment
+metadata:
+  labels:
+    team: platform
+  name: cart
+spec:
+  selector:
+    matchLabels:
+      app: cart
+  template:
+    metadata:
+      labels:
+        app: cart
+    spec:
+      containers:
+      - image: shop/cart:1.4
+        name: app
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  labels:
+    app: cart
+    team: platform
+  name: cart-pod
+  namespace: default
+  ownerReferences:
+  - apiVersion: apps/v1
+    kind: Deployment
+    name: cart
+spec:
+  containers:
+  - image: shop/cart:1.4
+    imagePullPolicy: Always
+    name: app
+  - args:
+    - --config=/fluent-bit/etc/fluent-bit.conf
+    image: fluent/fluent-bit:3.0
+    imagePullPolicy: Always
+    name: log-shipper
+"
+    );
+}
+
+#[test]
+fn explain_says_which_namespace_was_assumed() {
+    let pod = std::fs::read_to_string(namespace_less("pod.yaml")).unwrap();
+    let placed = pod.replace("  name: web\n", "  name: placed\n  namespace: shop\n");
+    let dir = scratch(
+        "ns-less-explain",
+        &[("pod.yaml", pod.as_str()), ("placed.yaml", placed.as_str())],
+    );
+    let mutators = namespace_less("mutators.yaml");
+    let (code, stdout, stderr) = sartor(
+        &dir,
+        &[
+            "mutate",
+            "--explain",
+            "-n",
+            "prod",
+            "-m",
+            &mutators,
+            "pod.yaml",
+            "placed.yaml",
+        ],
+        "",
+    );
+    assert_eq!((code, stderr.as_str()), (0, ""));
+    assert_eq!(
+        stdout,
+        "pod.yaml: document 1 (v1 Pod web):
+  mutated in namespace prod (assumed: namespaced kind without metadata.namespace; -n sets it)
+  pass 1  Assign always-pull  spec.containers[name: app].imagePullPolicy
+  pass 1  Assign log-shipper-args  spec.containers[name: log-shipper].args
+  pass 1  Assign log-shipper-image  spec.containers[name: log-shipper].image
+  pass 2  Assign always-pull  spec.containers[name: log-shipper].imagePullPolicy
+placed.yaml: document 1 (v1 Pod shop/placed):
+  pass 1  Assign always-pull  spec.containers[name: app].imagePullPolicy
+  pass 1  Assign log-shipper-args  spec.containers[name: log-shipper].args
+  pass 1  Assign log-shipper-image  spec.containers[name: log-shipper].image
+  pass 2  Assign always-pull  spec.containers[name: log-shipper].imagePullPolicy
+"
+    );
+}
+
+const WIDGET: &str = "apiVersion: example.com/v1
+kind: Widget
+metadata:
+  name: w
+spec:
+  size: 1
+";
+
+const WIDGET_SIZE: &str = "apiVersion: mutations.sartor.dev/v1
+kind: Assign
+metadata:
+  name: widget-size
+spec:
+  applyTo:
+  - groups: [example.com]
+    kinds: [Widget]
+    versions: [v1]
+  match:
+    scope: Namespaced
+  location: spec.size
+  parameters:
+    assign:
+      value: 3
+";
+
+#[test]
+fn a_custom_kind_is_scoped_by_its_crd_or_api_resources_and_else_warned_about() {
+    let crd = "apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {kind: Widget, plural: widgets}
+  versions: [{name: v1, served: true, storage: true}]
+";
+    let resources = "NAME      SHORTNAMES   APIVERSION       NAMESPACED   KIND
+widgets   wd           example.com/v1   true         Widget
+";
+    let broken = "pods   po   v1   true   Pod\n";
+    let dir = scratch(
+        "custom-scope",
+        &[
+            ("m.yaml", WIDGET_SIZE),
+            ("widget.yaml", WIDGET),
+            ("repo/crd.yaml", crd),
+            ("repo/widget.yaml", WIDGET),
+            ("api-resources.txt", resources),
+            ("broken.txt", broken),
+        ],
+    );
+    let mutated = WIDGET.replace("size: 1", "size: 3");
+    // Unknown: mutated as cluster-scoped, with a warning.
+    let (code, stdout, stderr) = sartor(&dir, &["mutate", "-m", "m.yaml", "widget.yaml"], "");
+    assert_eq!(
+        (code, stdout.as_str(), stderr.as_str()),
+        (
+            0,
+            WIDGET,
+            "warning: widget.yaml: document 1: the scope of kind Widget.example.com is unknown (not built in, no CRD among the inputs, not in --api-resources): objects of it without metadata.namespace are mutated as cluster-scoped\n"
+        )
+    );
+    // Its CRD among the inputs (printed unchanged, as an object).
+    let (code, stdout, stderr) = sartor(&dir, &["mutate", "-m", "m.yaml", "repo"], "");
+    assert_eq!((code, stderr.as_str()), (0, ""));
+    assert!(stdout.ends_with(&format!("---\n{mutated}")), "{stdout}");
+    // `kubectl api-resources` output.
+    let (code, stdout, stderr) = sartor(
+        &dir,
+        &[
+            "mutate",
+            "-m",
+            "m.yaml",
+            "--api-resources",
+            "api-resources.txt",
+            "widget.yaml",
+        ],
+        "",
+    );
+    assert_eq!(
+        (code, stdout.as_str(), stderr.as_str()),
+        (0, mutated.as_str(), "")
+    );
+    // What is not that output is refused, naming the file and the line.
+    let (code, stdout, stderr) = sartor(
+        &dir,
+        &[
+            "mutate",
+            "-m",
+            "m.yaml",
+            "--api-resources",
+            "broken.txt",
+            "widget.yaml",
+        ],
+        "",
+    );
+    assert_eq!(
+        (code, stdout.as_str(), stderr.as_str()),
+        (
+            2,
+            "",
+            "error: --api-resources broken.txt: line 1: expected the header of `kubectl api-resources` (with APIVERSION, NAMESPACED and KIND columns); run it without --no-headers\n"
+        )
+    );
+}
+
+#[test]
+fn lint_refuses_a_mutator_name_the_api_server_refuses_in_its_words() {
+    let dir = scratch(
+        "invalid-name",
+        &[("m.yaml", &WIDGET_SIZE.replace("widget-size", "widgetSize"))],
+    );
+    let (code, stdout, stderr) = sartor(&dir, &["lint", "m.yaml"], "");
+    assert_eq!(
+        (code, stdout.as_str(), stderr.as_str()),
+        (
+            2,
+            "",
+            "error: m.yaml: document 1: Assign widgetSize: metadata.name: Invalid value: \"widgetSize\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')\n"
+        )
+    );
+}
+
+#[test]
+fn never_applies_is_a_warning_for_a_mutator_gatekeeper_installs() {
+    // As in a published Gatekeeper example: scope Cluster on Pods.
+    let sartors = "apiVersion: mutations.sartor.dev/v1
+kind: Assign
+metadata:
+  name: fsgroup
+spec:
+  applyTo:
+  - groups: ['']
+    kinds: [Pod]
+    versions: [v1]
+    operations: [CREATE]
+  match:
+    scope: Cluster
+  location: spec.securityContext.fsGroup
+  parameters:
+    assign:
+      value: 1000
+";
+    let gatekeepers = sartors.replace("mutations.sartor.dev/v1", "mutations.gatekeeper.sh/v1");
+    let dir = scratch(
+        "never-applies-gk",
+        &[("sartor.yaml", sartors), ("gatekeeper.yaml", &gatekeepers)],
+    );
+    let (code, _, stderr) = sartor(&dir, &["lint", "sartor.yaml"], "");
+    assert_eq!(
+        (code, stderr.as_str()),
+        (
+            2,
+            "error: sartor.yaml: document 1: Assign fsgroup: never-applies: its scope is Cluster but the kinds it applies to (v1 Pod are namespaced), so it matches no object in a cluster\n"
+        )
+    );
+    let (code, _, stderr) = sartor(&dir, &["lint", "gatekeeper.yaml"], "");
+    assert_eq!(
+        (code, stderr.as_str()),
+        (
+            0,
+            "warning: gatekeeper.yaml: document 1: Assign fsgroup: never-applies: its scope is Cluster but the kinds it applies to (v1 Pod are namespaced), so it matches no object in a cluster; a warning, not an error, because Gatekeeper v3.23.1 installs it as it is (its apiVersion is mutations.gatekeeper.sh)\n1 mutators, no errors, 1 warning\n"
+        )
+    );
+    let (code, _, _) = sartor(&dir, &["lint", "--strict", "gatekeeper.yaml"], "");
+    assert_eq!(code, 2);
+}
+
+#[test]
+fn test_suites_take_the_namespace_of_namespace_less_inputs() {
+    let mutators = std::fs::read_to_string(namespace_less("mutators.yaml")).unwrap();
+    let pod = std::fs::read_to_string(namespace_less("pod.yaml")).unwrap();
+    let suite = "mutators: [mutators.yaml]
+namespace: kube-system
+cases:
+- name: in the suite's namespace, neither pulled nor labelled
+  input: pod.yaml
+  expected:
+    apiVersion: v1
+    kind: Pod
+    metadata: {name: web}
+    spec:
+      containers:
+      - {name: app, image: nginx:1.27}
+      - {name: log-shipper, image: fluent/fluent-bit:3.0, args: [--config=/fluent-bit/etc/fluent-bit.conf]}
+- name: in the case's namespace, labelled
+  namespace: default
+  input: pod.yaml
+  expected:
+    apiVersion: v1
+    kind: Pod
+    metadata: {name: web, labels: {team: platform}}
+    spec:
+      containers:
+      - {name: app, image: nginx:1.27, imagePullPolicy: Always}
+      - {name: log-shipper, image: fluent/fluent-bit:3.0, imagePullPolicy: Always, args: [--config=/fluent-bit/etc/fluent-bit.conf]}
+";
+    let dir = scratch(
+        "suite-namespace",
+        &[
+            ("mutators.yaml", mutators.as_str()),
+            ("pod.yaml", pod.as_str()),
+            ("s.sartor-test.yaml", suite),
+        ],
+    );
+    let (code, stdout, stderr) = sartor(&dir, &["test", "s.sartor-test.yaml"], "");
+    assert_eq!(
+        (code, stdout.as_str(), stderr.as_str()),
+        (
+            0,
+            "PASS s.sartor-test.yaml: in the suite's namespace, neither pulled nor labelled\nPASS s.sartor-test.yaml: in the case's namespace, labelled\n2 passed, 0 failed\n",
+            ""
+        )
+    );
 }

@@ -7,8 +7,8 @@
 mod common;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use sartor_engine::System;
 use sartor_engine::analysis::analyze;
+use sartor_engine::{Scopes, System};
 use serde_json::json;
 
 use common::{apply_to, mutator};
@@ -79,16 +79,17 @@ fn mixed(n: usize) -> System {
 }
 
 fn bench(c: &mut Criterion) {
+    let scopes = Scopes::builtin();
     let mut group = c.benchmark_group("analysis");
     group.sample_size(10);
     for n in [100, 1_000] {
         let system = containers(n);
         group.bench_with_input(BenchmarkId::new("containers", n), &system, |b, system| {
-            b.iter(|| analyze(system))
+            b.iter(|| analyze(system, &scopes))
         });
         let system = mixed(n);
         group.bench_with_input(BenchmarkId::new("mixed", n), &system, |b, system| {
-            b.iter(|| analyze(system))
+            b.iter(|| analyze(system, &scopes))
         });
     }
     group.finish();

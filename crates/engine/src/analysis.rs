@@ -32,6 +32,7 @@ use serde_json::{Map, Value, json};
 
 use crate::mutator::{Applies, Effect, Mutator, MutatorId};
 use crate::request::{Gvk, Operation};
+use crate::scope::Scopes;
 use crate::system::System;
 use crate::targets::{KindPattern, Targets};
 
@@ -86,11 +87,13 @@ pub enum Severity {
     Info,
 }
 
-/// Runs every rule over the enforced mutators of `system`.
+/// Runs every rule over the enforced mutators of `system`; `scopes` says
+/// which kinds are namespaced (what `never-applies` reads of a mutator's
+/// `match.scope`; a kind it does not know is never judged by scope).
 ///
 /// Pure and independent of any object; its cost grows with the number of
 /// pairs of mutators writing under the same top-level field.
-pub fn analyze(system: &System) -> Vec<Finding> {
+pub fn analyze(system: &System, scopes: &Scopes) -> Vec<Finding> {
     let facts: Vec<Facts<'_>> = system
         .mutators()
         .filter(|m| !system.is_conflicted(m.id()))
@@ -98,7 +101,7 @@ pub fn analyze(system: &System) -> Vec<Finding> {
         .collect();
     let mut findings = Vec::new();
     for fact in &facts {
-        never_applies(fact, &mut findings);
+        never_applies(fact, scopes, &mut findings);
         breaks_update(fact, &mut findings);
         fights_controller(fact, &mut findings);
     }
@@ -285,53 +288,7 @@ impl<'s> Facts<'s> {
 
 // === never applies ===
 
-/// The scope of the built-in kinds whose scope is fixed: `true` namespaced.
-fn known_namespaced(group: &str, kind: &str) -> Option<bool> {
-    let namespaced = match (group, kind) {
-        (
-            "",
-            "Pod"
-            | "Service"
-            | "ConfigMap"
-            | "Secret"
-            | "ServiceAccount"
-            | "PersistentVolumeClaim"
-            | "Endpoints"
-            | "Event"
-            | "ResourceQuota"
-            | "LimitRange"
-            | "ReplicationController"
-            | "PodTemplate",
-        )
-        | (
-            "apps",
-            "Deployment" | "ReplicaSet" | "StatefulSet" | "DaemonSet" | "ControllerRevision",
-        )
-        | ("batch", "Job" | "CronJob")
-        | ("networking.k8s.io", "Ingress" | "NetworkPolicy")
-        | ("policy", "PodDisruptionBudget")
-        | ("rbac.authorization.k8s.io", "Role" | "RoleBinding")
-        | ("autoscaling", "HorizontalPodAutoscaler")
-        | ("discovery.k8s.io", "EndpointSlice")
-        | ("coordination.k8s.io", "Lease") => true,
-        ("", "Namespace" | "Node" | "PersistentVolume")
-        | ("rbac.authorization.k8s.io", "ClusterRole" | "ClusterRoleBinding")
-        | ("storage.k8s.io", "StorageClass" | "CSIDriver" | "CSINode" | "VolumeAttachment")
-        | ("apiextensions.k8s.io", "CustomResourceDefinition")
-        | ("scheduling.k8s.io", "PriorityClass")
-        | (
-            "admissionregistration.k8s.io",
-            "MutatingWebhookConfiguration" | "ValidatingWebhookConfiguration",
-        )
-        | ("networking.k8s.io", "IngressClass")
-        | ("certificates.k8s.io", "CertificateSigningRequest")
-        | ("node.k8s.io", "RuntimeClass") => false,
-        _ => return None,
-    };
-    Some(namespaced)
-}
-
-fn never_applies(fact: &Facts<'_>, findings: &mut Vec<Finding>) {
+fn never_applies(fact: &Facts<'_>, scopes: &Scopes, findings: &mut Vec<Finding>) {
     let mutator = fact.mutator;
     let matcher = mutator.matcher();
     let mut report = |message: String| {
@@ -363,7 +320,11 @@ fn never_applies(fact: &Facts<'_>, findings: &mut Vec<Finding>) {
         Applies::Kinds(kinds) => kinds
             .keys()
             .filter(|gvk| matcher.kinds_match(gvk))
-            .map(|gvk| known_namespaced(&gvk.group, &gvk.kind).map(|ns| (ns, gvk.is_namespace())))
+            .map(|gvk| {
+                scopes
+                    .namespaced(&gvk.group, &gvk.kind)
+                    .map(|ns| (ns, gvk.is_namespace()))
+            })
             .collect(),
     };
     let Some(scopes) = scopes else {

@@ -35,6 +35,7 @@ mod originals;
 mod patch;
 pub mod request;
 pub mod schema;
+pub mod scope;
 pub mod system;
 pub mod targets;
 pub mod walk;
@@ -51,5 +52,6 @@ pub use request::{Admission, Gvk, NamespaceLookup, NoNamespaces, Operation, Requ
 /// Why [`Mutation::protected`] left an object as it was.
 pub use sartor_api::Protection;
 pub use schema::{SchemaConflict, Shape};
+pub use scope::{ApiResource, Placement, Scopes};
 pub use system::{Change, Failure, MUTATIONS_ANNOTATION, MutateError, Mutation, ObjectRef, System};
 pub use targets::{KindPattern, Targets};

@@ -117,7 +117,7 @@ pub fn examples_enforced(suite: &mut Suite) -> Result<String, String> {
 }
 
 /// Server-set fields that say nothing about mutation.
-fn without_server_fields(mut object: Value) -> Value {
+pub fn without_server_fields(mut object: Value) -> Value {
     if let Some(metadata) = object["metadata"].as_object_mut() {
         for field in [
             "uid",

@@ -35,6 +35,7 @@ mod lifecycle;
 mod protection;
 mod resilience;
 mod rules;
+mod scope;
 
 use std::io::{Read as _, Write as _};
 use std::net::{SocketAddr, TcpStream};
@@ -59,12 +60,15 @@ macro_rules! trials {
 
 /// Every trial, in the order they run.
 const TRIALS: &[Check<Suite>] = trials![
+    scope::builtin_scopes_are_the_api_servers_discovery,
     crds::apply_to_the_real_api_server,
     crds::cel_rules_reject_invalid_mutators,
     crds::kubectl_explain_shows_the_docs,
     install::kustomize_client_side_then_server_side,
     install::examples_apply_with_only_sartors_crds,
     admission::objects_are_stored_as_sartor_mutate_predicts,
+    scope::namespace_less_manifests_are_stored_as_sartor_mutate_predicts,
+    scope::invalid_names_are_refused_as_the_api_server_refuses_them,
     admission::validating_webhook_denies_a_broken_mutator,
     admission::each_kind_created_updated_and_deleted_takes_effect,
     admission::mutation_annotations_name_the_mutators_with_the_flag,

@@ -2,7 +2,7 @@
 //! a near miss that must not.
 
 use sartor_engine::analysis::{Finding, Rule, Severity, analyze};
-use sartor_engine::{Request, System};
+use sartor_engine::{Request, Scopes, System};
 use serde_json::json;
 
 use super::{assign, mutate, pod, system};
@@ -19,7 +19,7 @@ fn create(name: &str, location: &str, parameters: &str) -> String {
 
 /// Every finding as `rule | mutators | path | message`.
 fn findings(system: &System) -> Vec<String> {
-    analyze(system)
+    analyze(system, &Scopes::builtin())
         .iter()
         .map(|f| {
             let mutators: Vec<String> = f.mutators.iter().map(ToString::to_string).collect();
@@ -35,7 +35,7 @@ fn findings(system: &System) -> Vec<String> {
 }
 
 fn only(system: &System) -> Finding {
-    let all = analyze(system);
+    let all = analyze(system, &Scopes::builtin());
     assert_eq!(all.len(), 1, "{:#?}", all);
     all.into_iter().next().unwrap()
 }
