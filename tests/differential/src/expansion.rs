@@ -40,7 +40,7 @@ pub fn expand(
     if operation.is_none() {
         return;
     }
-    let namespace = Admission::new(parent).namespace;
+    let namespace = crate::sartor::admitted_namespace(parent, case);
     let mut mutate = |generated: &mut Value| {
         let admission = Admission::new(generated)
             .without_operation()

@@ -53,19 +53,28 @@ pub fn case(seed: u64, mode: Mode, index: usize) -> Case {
         return expansion_case(&mut rng, format!("{seed}/{}/{index}", mode.as_str()));
     }
     let namespace_name = *rng.pick(&["default", "prod", "prod-eu", "dev", "kube-system"]);
-    let object = object(&mut rng, namespace_name);
+    let mut object = object(&mut rng, namespace_name);
+    // A manifest as a GitOps repository holds it: the namespace comes from
+    // the request (kubectl -n, kustomize, the Argo CD/Flux destination).
+    let namespace_less = rng.chance(25) && without_namespace(&mut object);
     let mut names: Vec<&str> = NAMES.to_vec();
     let count = 1 + rng.below(5);
     let mutators = (0..count)
         .map(|_| {
             let name = rng.take(&mut names).unwrap_or("extra");
+            // Now and then a name the API server refuses (upper case, `_`).
+            let name = if rng.chance(3) {
+                *rng.pick(&INVALID_NAMES)
+            } else {
+                name
+            };
             mutator(&mut rng, mode, name, &object)
         })
         .collect();
     // In a cluster the Namespace of a namespaced object exists, and
     // Gatekeeper's webhook fails an admission whose Namespace it cannot get.
     let namespace = (group_kind(&object).1 != "Namespace"
-        && object.pointer("/metadata/namespace").is_some())
+        && (namespace_less || object.pointer("/metadata/namespace").is_some()))
     .then(|| namespace_object(&mut rng, namespace_name));
     let operation = match rng.below(20) {
         0 => "DELETE",
@@ -95,6 +104,10 @@ fn mode_salt(mode: Mode) -> u64 {
 /// Mutator names: byte order is run order, so a few sort differently.
 const NAMES: [&str; 8] = ["a", "b", "c", "set-1", "set-2", "z", "a-1", "m"];
 
+/// Names the API server refuses for a custom resource (Gatekeeper's
+/// published samples have had such names).
+const INVALID_NAMES: [&str; 4] = ["k8spspfsGroup", "set_fs_group", "trailing-", "a..b"];
+
 const IMAGES: [&str; 6] = [
     "nginx",
     "nginx:1.25",
@@ -118,6 +131,21 @@ fn object(rng: &mut Rng, namespace: &str) -> Value {
         15..=17 => widget(rng, namespace),
         _ => policy_object(rng, namespace),
     }
+}
+
+/// Removes `metadata.namespace` from a namespaced object (the policy
+/// objects and Namespaces are left as they are); whether it did.
+fn without_namespace(object: &mut Value) -> bool {
+    let namespaced = matches!(
+        group_kind(object),
+        ("", "Pod" | "Service" | "ConfigMap") | ("apps" | "batch", _) | ("example.com", "Widget")
+    );
+    namespaced
+        && object
+            .get_mut("metadata")
+            .and_then(Value::as_object_mut)
+            .and_then(|metadata| metadata.remove("namespace"))
+            .is_some()
 }
 
 /// Sets a member of an object built by `json!` (an object by construction).
@@ -385,7 +413,10 @@ fn policy_object(rng: &mut Rng, namespace: &str) -> Value {
 /// A workload, its templates, mutators of the Pods it generates.
 fn expansion_case(rng: &mut Rng, id: String) -> Case {
     let namespace_name = *rng.pick(&["default", "prod", "prod-eu", "dev", "kube-system"]);
-    let (object, pod) = workload(rng, namespace_name);
+    let (mut object, pod) = workload(rng, namespace_name);
+    if rng.chance(25) {
+        without_namespace(&mut object);
+    }
     let mut names: Vec<&str> = NAMES.to_vec();
     let count = 1 + rng.below(4);
     let mutators = (0..count)
@@ -722,6 +753,23 @@ fn apply_to(rng: &mut Rng, target: &Target) -> Value {
             _ => json!([*rng.pick(&["CREATE", "UPDATE", "*"])]),
         };
         set(&mut entry, "operations", operations);
+    }
+    if rng.chance(8) {
+        // As Gatekeeper's docs write a set for workloads: several kinds and
+        // groups in one entry, namespaced and cluster-scoped kinds together.
+        let mut kinds = vec![json!(target.kind)];
+        let mut groups = vec![json!(target.group)];
+        for other in [rng.pick(&TARGETS), rng.pick(&TARGETS)] {
+            kinds.push(json!(other.kind));
+            groups.push(json!(other.group));
+        }
+        if rng.chance(30) {
+            kinds.push(json!("Namespace"));
+            groups.push(json!(""));
+        }
+        set(&mut entry, "kinds", json!(kinds));
+        set(&mut entry, "groups", json!(groups));
+        return json!([entry]);
     }
     if rng.chance(10) {
         // Another kind, or the same one on other operations (Gatekeeper

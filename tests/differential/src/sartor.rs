@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 
 use sartor_api::{Operation, parse_mutator};
-use sartor_engine::{Admission, Mutator, System};
+use sartor_engine::{Admission, Mutator, Scopes, System};
 use serde_json::Value;
 
 use crate::case::{Answer, Case, Outcome, Verdict, name_of};
@@ -82,6 +82,24 @@ pub fn answer(case: &Case) -> Answer {
     answer
 }
 
+/// The namespace `object` is admitted in, as `sartor mutate -n NAME` decides
+/// it: from its kind's scope (the built-in kinds, and the generator's
+/// Widget as a namespaced custom resource), its `metadata.namespace`, else
+/// the case's Namespace (which stands for the request's namespace, as in the
+/// oracle), else `default`.
+pub fn admitted_namespace(object: &Value, case: &Case) -> Option<String> {
+    static SCOPES: std::sync::LazyLock<Scopes> = std::sync::LazyLock::new(|| {
+        let mut scopes = Scopes::builtin();
+        scopes.insert("example.com", "Widget", true);
+        scopes
+    });
+    let default = case.namespace.as_ref().map_or("default", name_of);
+    SCOPES
+        .place(object, default)
+        .namespace()
+        .map(str::to_string)
+}
+
 fn outcome(
     system: &System,
     case: &Case,
@@ -94,6 +112,7 @@ fn outcome(
         };
     };
     let admission = Admission::new(&case.object)
+        .namespace(admitted_namespace(&case.object, case).as_deref())
         .operation(operation)
         .namespaces(namespaces)
         .username(&case.username);
