@@ -515,8 +515,8 @@ pub(crate) fn mutate_one(
 }
 
 /// What `mutated` (the mutated `document`) generates, each resource mutated
-/// as `source: Generated` in the parent's namespace, admitted by no
-/// operation (as Gatekeeper's expansion mutates it).
+/// as `source: Generated` in the parent's namespace (assumed or not),
+/// admitted by no operation (as Gatekeeper's expansion mutates it).
 pub(crate) fn expand_one(
     expander: &Expander,
     system: &sartor_engine::System,
@@ -535,7 +535,7 @@ pub(crate) fn expand_one(
             .username(offline.username);
         admit(system, admission, generated, offline.external)
     };
-    expander
+    let mut generated = expander
         .expand(mutated, namespace.as_deref(), &mut mutate)
         .map_err(|failure| match failure {
             ExpandFailure::Expand(error) => format!("{}: {error}", document.origin),
@@ -546,7 +546,19 @@ pub(crate) fn expand_one(
                     hint(&error, placement)
                 )
             }
-        })
+        })?;
+    // What a namespace-less manifest generates is printed without a
+    // namespace too (as gator does), though it was mutated in the assumed one.
+    if let Placement::Assumed(_) = placement {
+        for g in &mut generated {
+            for object in [&mut g.original, &mut g.object] {
+                if let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+                    metadata.remove("namespace");
+                }
+            }
+        }
+    }
+    Ok(generated)
 }
 
 /// What to tell the user along with a mutation error they can fix here;

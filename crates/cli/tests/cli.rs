@@ -1564,7 +1564,6 @@ metadata:
     app: cart
     team: platform
   name: cart-pod
-  namespace: default
   ownerReferences:
   - apiVersion: apps/v1
     kind: Deployment
