@@ -26,7 +26,7 @@ pub mod immutable;
 use std::collections::HashMap;
 use std::fmt;
 
-use sartor_api::{MutatorKind, Scope};
+use sartor_api::{MutatorKind, Scope, SourcePattern};
 use sartor_location::{KeyValue, Node, Path};
 use serde_json::{Map, Value, json};
 
@@ -312,6 +312,16 @@ fn never_applies(fact: &Facts<'_>, scopes: &Scopes, findings: &mut Vec<Finding>)
     }
     if let Some(why) = matcher.never_matches() {
         report(format!("{why}, so it matches no object"));
+        return;
+    }
+    if matcher.source() == SourcePattern::Generated && !mutator.applies_to_generated() {
+        report(
+            "its match.source is Generated, and what expansion generates is admitted by no \
+             operation, which only an applyTo entry allowing every operation takes (as in \
+             Gatekeeper); each of its applyTo entries lists operations without \"*\", so it \
+             matches no object"
+                .to_string(),
+        );
         return;
     }
     // What the scope of the kinds it applies to is known to be.

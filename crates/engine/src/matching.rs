@@ -205,6 +205,11 @@ impl Matcher {
         self.scope
     }
 
+    /// Its `match.source` (`All` when left out).
+    pub fn source(&self) -> SourcePattern {
+        self.source
+    }
+
     /// Why no object of any kind can meet its criteria, if that can be told
     /// without an object: a labelSelector no label set satisfies. (Criteria
     /// that only rule out namespaced objects are [`Self::never_matches_namespaced`].)

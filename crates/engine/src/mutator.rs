@@ -475,6 +475,14 @@ impl Mutator {
         }
     }
 
+    /// Whether an object expansion generates (admitted by no operation) can
+    /// meet its `applyTo`: see [`Mutator::applies_to`].
+    pub(crate) fn applies_to_generated(&self) -> bool {
+        self.generated_as_created
+            || matches!(self.applies, Applies::Everything)
+            || !self.whole_kinds.is_empty()
+    }
+
     /// Its kind and name.
     pub fn id(&self) -> &MutatorId {
         &self.id
