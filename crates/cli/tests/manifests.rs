@@ -20,8 +20,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use k8s_openapi::api::admissionregistration::v1::{
-    MutatingWebhook, MutatingWebhookConfiguration, RuleWithOperations, ServiceReference,
-    ValidatingWebhook, ValidatingWebhookConfiguration, WebhookClientConfig,
+    MatchCondition, MutatingWebhook, MutatingWebhookConfiguration, RuleWithOperations,
+    ServiceReference, ValidatingWebhook, ValidatingWebhookConfiguration, WebhookClientConfig,
 };
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{
@@ -1160,9 +1160,27 @@ fn the_mutating_webhook_is_exactly_the_contract() {
             match_labels: None,
         }),
         object_selector: None,
-        match_conditions: None,
+        match_conditions: Some(vec![MatchCondition {
+            name: "not-a-policy-object".to_string(),
+            expression: not_a_policy_object(),
+        }]),
     };
     assert_eq!(mutating_webhook(&install), &want);
+}
+
+/// The CEL of the mutating webhook's match condition: no group sartor never
+/// mutates (`sartor_api::protected`: its own groups, Gatekeeper's; admission
+/// configuration is never sent to webhooks anyway), from the same constants.
+fn not_a_policy_object() -> String {
+    let sartor = sartor_api::SARTOR_DOMAIN;
+    let gatekeeper: Vec<String> = sartor_api::GATEKEEPER_PROTECTED_GROUPS
+        .iter()
+        .map(|group| format!("'{group}'"))
+        .collect();
+    format!(
+        "!(request.kind.group == '{sartor}' || request.kind.group.endsWith('.{sartor}') || request.kind.group in [{}])",
+        gatekeeper.join(", ")
+    )
 }
 
 #[test]

@@ -2,7 +2,8 @@
 //! API server: a mutator matching every kind labels a ConfigMap, while a
 //! Gatekeeper constraint, a Provider, a sartor mutator and a
 //! ValidatingWebhookConfiguration are stored without the label, as `sartor
-//! mutate` predicts from the same files.
+//! mutate` predicts from the same files; the policy objects never reach the
+//! mutating webhook (its match condition).
 
 use std::time::Duration;
 
@@ -171,9 +172,20 @@ fn stored_and_predicted(
         same("the label", label(&stored), Some("yes".to_string()))
     })?;
 
+    let replica = suite.replica.as_ref().ok_or("no replica")?;
+    let before = crate::rules::mutate_requests(replica)?;
     plane.kubectl_with_input(&["create", "-f", "-"], Some(OBJECTS))?;
     plane.kubectl_with_input(&["create", "-f", "-"], Some(&provider))?;
     plane.kubectl_with_input(&["create", "-f", "-"], Some(INERT_MUTATOR))?;
+    // The rules send every kind (the mutator matches `*`), but the
+    // webhook's match condition keeps the policy objects from sartor: of the
+    // five, only the ConfigMap is sent (a ValidatingWebhookConfiguration
+    // never is).
+    same(
+        "mutate requests for the five objects",
+        crate::rules::mutate_requests(replica)? - before,
+        1,
+    )?;
     let stored = |resource: &str, namespace: Option<&str>| -> Result<Option<String>, String> {
         let mut args = vec!["get", resource, NAME, "-o", "json"];
         args.extend(namespace.map(|ns| ["-n", ns]).into_iter().flatten());

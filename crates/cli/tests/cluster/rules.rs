@@ -55,7 +55,7 @@ fn metric(sartor: &Sartor, prefix: &str) -> Result<Vec<String>, String> {
 }
 
 /// How many mutate requests `sartor` has answered.
-fn mutate_requests(sartor: &Sartor) -> Result<u64, String> {
+pub fn mutate_requests(sartor: &Sartor) -> Result<u64, String> {
     let mut total = 0;
     for line in metric(sartor, "sartor_admission_requests_total{")? {
         if line.contains("endpoint=\"mutate\"") {
