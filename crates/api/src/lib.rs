@@ -33,6 +33,7 @@ mod protection;
 mod provider;
 mod schema;
 mod status;
+pub mod validation;
 
 use std::fmt;
 use std::str::FromStr;

@@ -201,7 +201,7 @@ pub fn parse_mutator(value: &Value) -> Result<MutatorObject, ParseError> {
     let Some(name) = name.filter(|n| !n.is_empty()) else {
         return Err(fail(subject, Invalid::MissingField("metadata.name")));
     };
-    if let Some(problem) = invalid_name(name) {
+    if let Some(problem) = invalid_name(name).or_else(|| invalid_metadata(value)) {
         return Err(fail(subject, problem));
     }
     if let Some(problem) = unknown_key(object) {
@@ -236,31 +236,45 @@ pub fn parse_mutator(value: &Value) -> Result<MutatorObject, ParseError> {
 /// not a lowercase RFC 1123 subdomain (its `NameIsDNSSubdomain`, in its
 /// words), so that a mutator `kubectl apply` would refuse is refused here too.
 pub fn invalid_name(name: &str) -> Option<Invalid> {
-    const MAX: usize = 253;
-    let label_ok = |label: &str| {
-        let bytes = label.as_bytes();
-        let alphanumeric = |b: &u8| b.is_ascii_lowercase() || b.is_ascii_digit();
-        bytes.first().is_some_and(alphanumeric)
-            && bytes.last().is_some_and(alphanumeric)
-            && bytes.iter().all(|b| alphanumeric(b) || *b == b'-')
-    };
-    let mut reasons = Vec::new();
-    if name.len() > MAX {
-        reasons.push(format!("must be no more than {MAX} characters"));
-    }
-    if !name.split('.').all(label_ok) {
-        reasons.push(
-            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, \
-             '-' or '.', and must start and end with an alphanumeric character (e.g. \
-             'example.com', regex used for validation is \
-             '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
-                .to_string(),
-        );
-    }
+    let reasons = crate::validation::dns1123_subdomain_errors(name);
     (!reasons.is_empty()).then(|| Invalid::Field {
         path: "metadata.name".to_string(),
         message: format!("Invalid value: {name:?}: {}", reasons.join("; ")),
     })
+}
+
+/// What the API server says of a custom resource's `metadata.labels` or
+/// `metadata.annotations` it refuses (`ValidateObjectMetaAccessor`: label
+/// keys and values, annotation keys as it checks them, lower-cased), in its
+/// words; the first problem, labels first, keys in order.
+pub fn invalid_metadata(object: &Value) -> Option<Invalid> {
+    use crate::validation::{validate_label_key, validate_label_value};
+    let map = |field: &str| {
+        object
+            .get("metadata")
+            .and_then(|m| m.get(field))
+            .and_then(Value::as_object)
+    };
+    let invalid = |field: &str, value: &str, message: String| Invalid::Field {
+        path: format!("metadata.{field}"),
+        message: format!("Invalid value: {value:?}: {message}"),
+    };
+    for (key, value) in map("labels").into_iter().flatten() {
+        if let Err(message) = validate_label_key(key) {
+            return Some(invalid("labels", key, message));
+        }
+        if let Some(value) = value.as_str()
+            && let Err(message) = validate_label_value(value)
+        {
+            return Some(invalid("labels", value, message));
+        }
+    }
+    for key in map("annotations").into_iter().flatten().map(|(key, _)| key) {
+        if let Err(message) = validate_label_key(&key.to_lowercase()) {
+            return Some(invalid("annotations", key, message));
+        }
+    }
+    None
 }
 
 /// Interprets one object as Gatekeeper's `ExpansionTemplate`, checking what
@@ -292,7 +306,7 @@ pub fn parse_expansion_template(value: &Value) -> Result<ExpansionTemplate, Pars
             "must be set and shorter than 64 characters",
         ));
     }
-    if let Some(problem) = invalid_name(name) {
+    if let Some(problem) = invalid_name(name).or_else(|| invalid_metadata(&value)) {
         return Err(fail(problem));
     }
     let spec = &template.spec;
@@ -493,6 +507,50 @@ mod tests {
         });
         let mutator = parse_mutator(&assign).unwrap();
         assert_eq!(mutator.to_string(), "Assign pull");
+    }
+
+    #[test]
+    fn names_labels_and_annotations_are_checked_as_the_api_server_checks_them() {
+        let message = |name: &str, metadata: Value| {
+            let mut assign = json!({
+                "apiVersion": "mutations.gatekeeper.sh/v1", "kind": "Assign",
+                "metadata": metadata,
+                "spec": {"applyTo": [{"groups": [""], "versions": ["v1"], "kinds": ["Pod"]}],
+                         "location": "spec.x", "parameters": {"assign": {"value": 1}}},
+            });
+            assign["metadata"]["name"] = json!(name);
+            parse_mutator(&assign)
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        };
+        let subdomain = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+        assert_eq!(
+            message("set_fs_group", json!({})),
+            Err(format!(
+                "Assign set_fs_group: metadata.name: Invalid value: \"set_fs_group\": {subdomain}"
+            ))
+        );
+        let long = "a".repeat(254);
+        assert_eq!(
+            message(&long, json!({})),
+            Err(format!(
+                "Assign {long}: metadata.name: Invalid value: \"{long}\": must be no more than 253 bytes"
+            ))
+        );
+        assert_eq!(message(&"a".repeat(253), json!({})), Ok(()));
+        assert_eq!(message("pods.example-1", json!({})), Ok(()));
+        assert_eq!(
+            message("pull", json!({"labels": {"team": "-x"}})),
+            Err("Assign pull: metadata.labels: Invalid value: \"-x\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')".to_string())
+        );
+        // Annotation keys are checked lower-cased, as the API server does.
+        assert_eq!(
+            message(
+                "pull",
+                json!({"annotations": {"Example.COM/Owner": "x"}, "labels": {"app": ""}})
+            ),
+            Ok(())
+        );
     }
 
     #[test]

@@ -198,7 +198,9 @@ pub fn parse_provider(value: &Value) -> Result<Provider, ParseError> {
             "provider name can not be empty".to_string(),
         ));
     }
-    if let Some(problem) = crate::parse::invalid_name(provider.name()) {
+    if let Some(problem) = crate::parse::invalid_name(provider.name())
+        .or_else(|| crate::parse::invalid_metadata(value))
+    {
         return Err(header.fail(problem));
     }
     if spec.url.is_empty() {

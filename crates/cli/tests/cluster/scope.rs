@@ -227,33 +227,61 @@ fn compare_namespace_less(suite: &Suite, file: &dyn Fn(&str) -> String) -> Resul
     Ok(())
 }
 
-/// A mutator named with an upper-case letter is refused by the API server
-/// and by `sartor lint`, in the same words.
+/// A mutator named with an upper-case letter, or with a label key, label
+/// value or annotation key the API server refuses, is refused by the API
+/// server and by `sartor lint`, in the same words.
 pub fn invalid_names_are_refused_as_the_api_server_refuses_them(
     suite: &mut Suite,
 ) -> Result<(), String> {
     crate::install::ensure(suite)?;
-    let document = "apiVersion: mutations.sartor.dev/v1\nkind: Assign\nmetadata:\n  name: k8spspfsGroup\nspec:\n  applyTo: [{groups: [''], kinds: [Pod], versions: [v1]}]\n  location: spec.securityContext.fsGroup\n  parameters:\n    assign:\n      value: 1000\n";
-    let refused = match suite
-        .plane
-        .kubectl_with_input(&["apply", "-f", "-"], Some(document))
-    {
-        Ok(out) => return Err(format!("the API server accepted it: {out}")),
-        Err(error) => error,
+    let mutator = |name: &str, metadata: &str| {
+        format!(
+            "apiVersion: mutations.sartor.dev/v1\nkind: Assign\nmetadata:\n  name: {name}\n{metadata}spec:\n  applyTo: [{{groups: [''], kinds: [Pod], versions: [v1]}}]\n  location: spec.securityContext.fsGroup\n  parameters:\n    assign:\n      value: 1000\n"
+        )
     };
+    let cases = [
+        mutator("k8spspfsGroup", ""),
+        mutator("bad-label-key", "  labels:\n    Team Name: platform\n"),
+        mutator("bad-label-value", "  labels:\n    team: -platform-\n"),
+        mutator(
+            "bad-annotation",
+            "  annotations:\n    owner/of/it: platform\n",
+        ),
+    ];
     let dir = suite.plane.dir().join("invalid-name");
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    let path = dir.join("fsgroup.yaml");
-    std::fs::write(&path, document).map_err(|e| e.to_string())?;
-    let lint = crate::sartor(&["lint", &path.display().to_string()]);
-    let Err(linted) = lint else {
-        return Err(format!("sartor lint passed it: {lint:?}"));
-    };
-    let words = "metadata.name: Invalid value: \"k8spspfsGroup\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
-    for (who, said) in [("the API server", &refused), ("sartor lint", &linted)] {
-        if !said.contains(words) {
-            return Err(format!("{who} did not say {words:?}:\n{said}"));
+    let mut said = Vec::new();
+    for (index, document) in cases.iter().enumerate() {
+        let refused = match suite
+            .plane
+            .kubectl_with_input(&["apply", "-f", "-"], Some(document))
+        {
+            Ok(out) => return Err(format!("the API server accepted it: {out}\n{document}")),
+            Err(error) => error,
+        };
+        let path = dir.join(format!("case-{index}.yaml"));
+        std::fs::write(&path, document).map_err(|e| e.to_string())?;
+        let lint = crate::sartor(&["lint", &path.display().to_string()]);
+        let Err(linted) = lint else {
+            return Err(format!("sartor lint passed it: {lint:?}"));
+        };
+        // sartor's message after `error: FILE: document 1: Assign NAME: `.
+        let words = linted
+            .lines()
+            .find_map(|line| line.split_once(": Assign ").map(|(_, rest)| rest))
+            .and_then(|rest| rest.split_once(": ").map(|(_, words)| words.to_string()))
+            .ok_or_else(|| format!("no message in {linted:?}"))?;
+        if !refused.contains(&words) {
+            return Err(format!(
+                "the API server said otherwise than sartor lint ({words:?}):\n{refused}"
+            ));
         }
+        said.push(words);
     }
-    Ok(())
+    let name = "metadata.name: Invalid value: \"k8spspfsGroup\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+    crate::same(
+        "sartor's words for the name",
+        said.first().map(String::as_str),
+        Some(name),
+    )
 }
