@@ -504,7 +504,23 @@ pub(crate) fn mutate_one(
         .namespaces(offline.namespaces)
         .username(offline.username);
     let mut object = document.value.clone();
-    match admit(system, admission, &mut object, offline.external) {
+    // The API server clears a cluster-scoped object's metadata.namespace
+    // before any webhook sees it: mutated without it, printed as written.
+    let stray = match placement {
+        Placement::Cluster => object
+            .get_mut("metadata")
+            .and_then(Value::as_object_mut)
+            .and_then(|metadata| metadata.remove("namespace")),
+        _ => None,
+    };
+    let admitted = admit(system, admission, &mut object, offline.external);
+    if let (Some(namespace), Some(metadata)) = (
+        stray,
+        object.get_mut("metadata").and_then(Value::as_object_mut),
+    ) {
+        metadata.insert("namespace".to_string(), namespace);
+    }
+    match admitted {
         Ok(mutation) => Ok((object, mutation)),
         Err(error) => Err(format!(
             "{}: {error}{}",

@@ -1834,3 +1834,53 @@ cases:
         )
     );
 }
+
+#[test]
+fn a_cluster_scoped_object_with_a_namespace_is_mutated_as_cluster_scoped() {
+    // The API server clears the field before a webhook sees it; the object
+    // is printed as written.
+    let role = "apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: reader
+  namespace: shop
+rules: []
+";
+    let mutators = "apiVersion: mutations.sartor.dev/v1
+kind: AssignMetadata
+metadata: {name: namespaced-only}
+spec:
+  match: {scope: Namespaced}
+  location: metadata.labels.namespaced
+  parameters: {assign: {value: 'yes'}}
+---
+apiVersion: mutations.sartor.dev/v1
+kind: AssignMetadata
+metadata: {name: cluster-only}
+spec:
+  match: {scope: Cluster}
+  location: metadata.labels.cluster
+  parameters: {assign: {value: 'yes'}}
+";
+    let dir = scratch(
+        "stray-namespace",
+        &[("role.yaml", role), ("m.yaml", mutators)],
+    );
+    let (code, stdout, stderr) = sartor(&dir, &["mutate", "-m", "m.yaml", "role.yaml"], "");
+    assert_eq!(
+        (code, stdout.as_str(), stderr.as_str()),
+        (
+            0,
+            "apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  labels:
+    cluster: \"yes\"
+  name: reader
+  namespace: shop
+rules: []
+",
+            ""
+        )
+    );
+}
