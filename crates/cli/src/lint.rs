@@ -130,17 +130,10 @@ pub fn run(args: &LintArgs) -> anyhow::Result<Exit> {
     let inputs: Vec<Input> = args.paths.iter().map(|p| Input::from_arg(p)).collect();
     let repository = load::repository(&args.mutators, &inputs);
     let system = &repository.system;
-    let scopes = match repository.scopes(&args.api_resources) {
-        Ok(scopes) => scopes,
-        Err(errors) => {
-            for error in errors {
-                eprintln!("error: {error}");
-            }
-            return Ok(Exit::InvalidInput);
-        }
-    };
+    let (scopes, unreadable) = repository.scopes(&args.api_resources);
     let allowed = |f: &load::Finding| !args.allow.iter().any(|a| a.covers(f.category));
     let mut findings = repository.findings.clone();
+    findings.extend(unreadable);
     findings.extend(load::provider_findings(&repository));
     // Each beside the other findings about its document: a note after the
     // error it explains.

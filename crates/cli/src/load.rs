@@ -490,29 +490,35 @@ fn is_kustomize_document(value: &Value) -> bool {
 impl Repository {
     /// Which kinds are namespaced: the built-in kinds, those listed in the
     /// `api_resources` files (`kubectl api-resources` output), then those
-    /// of the CRDs among the inputs, each later source winning.
-    ///
-    /// # Errors
-    /// A message per file that cannot be read or is not `kubectl
-    /// api-resources` output, naming the file and line.
-    pub fn scopes(&self, api_resources: &[String]) -> Result<Scopes, Vec<String>> {
+    /// of the CRDs among the inputs, each later source winning; and a
+    /// finding (category load, placed at the file) per file that cannot be
+    /// read or is not `kubectl api-resources` output, naming the line.
+    pub fn scopes(&self, api_resources: &[String]) -> (Scopes, Vec<Finding>) {
         let mut scopes = Scopes::builtin();
-        let mut errors = Vec::new();
+        let mut findings = Vec::new();
         for file in api_resources {
             match std::fs::read_to_string(file)
-                .map_err(|e| format!("{file}: cannot read: {e}"))
-                .and_then(|text| ApiResource::parse(&text).map_err(|e| format!("{file}: {e}")))
-            {
+                .map_err(|e| format!("cannot read: {e}"))
+                .and_then(|text| {
+                    ApiResource::parse(&text)
+                        .map_err(|e| format!("not `kubectl api-resources` output: {e}"))
+                }) {
                 Ok(resources) => scopes.extend(resources),
-                Err(message) => errors.push(format!("--api-resources {message}")),
+                Err(message) => findings.push(Finding {
+                    category: Category::Load,
+                    origin: Origin {
+                        file: file.clone(),
+                        document: None,
+                        item: None,
+                    },
+                    subject: None,
+                    message,
+                    analysis: None,
+                }),
             }
         }
         scopes.extend(self.crds.iter().cloned());
-        if errors.is_empty() {
-            Ok(scopes)
-        } else {
-            Err(errors)
-        }
+        (scopes, findings)
     }
 
     /// An expander of its templates, with the built-in ones unless

@@ -177,15 +177,13 @@ pub fn run(args: &MutateArgs) -> anyhow::Result<Exit> {
     } else {
         None
     };
-    let scopes = match repository.scopes(&args.api_resources) {
-        Ok(scopes) => scopes,
-        Err(errors) => {
-            for error in errors {
-                eprintln!("error: {error}");
-            }
-            return Ok(Exit::InvalidInput);
+    let (scopes, unreadable) = repository.scopes(&args.api_resources);
+    if !unreadable.is_empty() {
+        for finding in unreadable {
+            eprintln!("error: {finding}");
         }
-    };
+        return Ok(Exit::InvalidInput);
+    }
     let system = repository.system;
     let documents = repository.others;
     for document in &documents {

@@ -298,17 +298,15 @@ fn run_suite(file: &Path, run: Option<&str>) -> SuiteResult {
             return result;
         }
     };
-    let scopes =
-        match repository.scopes(&suite.api_resources.iter().map(relative).collect::<Vec<_>>()) {
-            Ok(scopes) => scopes,
-            Err(errors) => {
-                result.problems = errors
-                    .into_iter()
-                    .map(|e| e.replacen("--api-resources", "apiResources:", 1))
-                    .collect();
-                return result;
-            }
-        };
+    let (scopes, unreadable) =
+        repository.scopes(&suite.api_resources.iter().map(relative).collect::<Vec<_>>());
+    if !unreadable.is_empty() {
+        result.problems = unreadable
+            .iter()
+            .map(|finding| format!("apiResources: {finding}"))
+            .collect();
+        return result;
+    }
     let (system, findings) = (repository.system, repository.findings);
     let namespaces = match read(&suite.namespaces.iter().map(relative).collect::<Vec<_>>()) {
         Ok(documents) => documents

@@ -1720,7 +1720,20 @@ widgets   wd           example.com/v1   true         Widget
         (
             2,
             "",
-            "error: --api-resources broken.txt: line 1: expected the header of `kubectl api-resources` (with APIVERSION, NAMESPACED and KIND columns); run it without --no-headers\n"
+            "error: broken.txt: not `kubectl api-resources` output: line 1: expected the header of `kubectl api-resources` (with APIVERSION, NAMESPACED and KIND columns); run it without --no-headers\n"
+        )
+    );
+    // lint lists it among its findings.
+    let (code, _, stderr) = sartor(
+        &dir,
+        &["lint", "--api-resources", "broken.txt", "m.yaml"],
+        "",
+    );
+    assert_eq!(
+        (code, stderr.as_str()),
+        (
+            2,
+            "error: broken.txt: not `kubectl api-resources` output: line 1: expected the header of `kubectl api-resources` (with APIVERSION, NAMESPACED and KIND columns); run it without --no-headers\n"
         )
     );
 }
