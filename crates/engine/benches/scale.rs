@@ -6,11 +6,11 @@
 #![allow(clippy::panic, clippy::unwrap_used, clippy::indexing_slicing)]
 
 mod common;
+mod shapes;
 
 use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_main};
-use sartor_api::{Input, load_mutators};
-use sartor_engine::{Admission, Mutator, Request, System};
-use serde_json::{Map, Value, json};
+use sartor_engine::{Admission, Request, System};
+use serde_json::{Value, json};
 
 use common::{apply_to, mutator};
 
@@ -36,104 +36,10 @@ fn mutate_copy(system: &System, admission: &Admission<'_>, object: &Value) -> Va
     object
 }
 
-fn three_container_pod() -> Value {
-    let container = |name: &str, image: &str| {
-        json!({"name": name, "image": image, "ports": [{"containerPort": 8080}],
-               "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}})
-    };
-    json!({
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": "web-7d9f", "namespace": "shop", "labels": {"app": "web", "tier": "front"}},
-        "spec": {
-            "containers": [
-                container("app", "registry.example.com/shop/web:1.4.2"),
-                container("proxy", "envoyproxy/envoy:v1.30"),
-                container("log", "fluent/fluent-bit:3.0"),
-            ],
-            "serviceAccountName": "web",
-        },
-    })
-}
-
-/// Ten realistic mutators that apply to Pods.
-fn matching_ten(system: &mut System) {
-    let pod = || apply_to("", "v1", "Pod");
-    let specs = [
-        (
-            "Assign",
-            "pull-always",
-            json!({"applyTo": pod(), "location": "spec.containers[name: *].imagePullPolicy", "parameters": {"assign": {"value": "Always"}}}),
-        ),
-        (
-            "Assign",
-            "seccomp",
-            json!({"applyTo": pod(), "location": "spec.securityContext.seccompProfile.type", "parameters": {"assign": {"value": "RuntimeDefault"}}}),
-        ),
-        (
-            "Assign",
-            "non-root",
-            json!({"applyTo": pod(), "location": "spec.containers[name: *].securityContext.runAsNonRoot", "parameters": {"assign": {"value": true}}}),
-        ),
-        (
-            "Assign",
-            "no-priv-esc",
-            json!({"applyTo": pod(), "location": "spec.containers[name: *].securityContext.allowPrivilegeEscalation", "parameters": {"assign": {"value": false}}}),
-        ),
-        (
-            "Assign",
-            "host-from-name",
-            json!({"applyTo": pod(), "location": "spec.hostname", "parameters": {"assign": {"fromMetadata": {"field": "name"}}}}),
-        ),
-        (
-            "Assign",
-            "sidecar",
-            json!({"applyTo": pod(), "location": "spec.containers[name: metrics]", "parameters": {"assign": {"value": {"name": "metrics", "image": "prom/exporter:1"}}, "pathTests": [{"subPath": "spec.containers[name: metrics]", "condition": "MustNotExist"}]}}),
-        ),
-        (
-            "AssignImage",
-            "mirror",
-            json!({"applyTo": pod(), "location": "spec.containers[name: *].image", "parameters": {"assignDomain": "mirror.example.com"}}),
-        ),
-        (
-            "ModifySet",
-            "drop-debug",
-            json!({"applyTo": pod(), "location": "spec.containers[name: *].args", "parameters": {"operation": "prune", "values": {"fromList": ["--debug"]}}}),
-        ),
-        (
-            "AssignMetadata",
-            "owner",
-            json!({"match": {"namespaces": ["shop"]}, "location": "metadata.labels.owner", "parameters": {"assign": {"fromMetadata": {"field": "namespace"}}}}),
-        ),
-        (
-            "AssignMetadata",
-            "policy",
-            json!({"location": "metadata.annotations.\"example.com/policy\"", "parameters": {"assign": {"value": "strict"}}}),
-        ),
-    ];
-    for (kind, name, spec) in specs {
-        system.upsert(mutator(kind, name, spec));
-    }
-}
-
 fn pod_through_many(c: &mut Criterion) {
     let mut group = c.benchmark_group("pod through N mutators, 10 matching");
     for total in [10usize, 100, 1_000, 10_000] {
-        let mut system = System::new();
-        matching_ten(&mut system);
-        // The rest apply to other kinds (100 CRDs), as in a cluster with many
-        // teams' mutators: none can ever apply to a Pod.
-        for i in 0..total - 10 {
-            let kind = format!("Widget{}", i % 100);
-            system.upsert(mutator(
-                "Assign",
-                &format!("other-{i:05}"),
-                json!({"applyTo": apply_to("example.com", "v1", &kind),
-                       "location": format!("spec.field{i}"),
-                       "parameters": {"assign": {"value": i}}}),
-            ));
-        }
-        let pod = three_container_pod();
+        let (system, pod) = shapes::pod_through(total);
         let admission = Admission::new(&pod);
         dump(&format!("pod-{total}"), &system, &pod);
         group.bench_function(BenchmarkId::from_parameter(total), |b| {
@@ -145,24 +51,8 @@ fn pod_through_many(c: &mut Criterion) {
 
 fn configmap_through_many(c: &mut Criterion) {
     let mut group = c.benchmark_group("configmap with 500 entries, N matching Assigns");
-    let mut data = Map::new();
-    for i in 0..500 {
-        data.insert(format!("key-{i:03}"), json!(format!("value-{i}")));
-    }
-    let configmap = json!({"apiVersion": "v1", "kind": "ConfigMap",
-                           "metadata": {"name": "settings", "namespace": "shop"}, "data": data});
     for n in [1usize, 10, 100, 1_000] {
-        let mut system = System::new();
-        for i in 0..n {
-            // Half overwrite existing entries, half add new ones.
-            system.upsert(mutator(
-                "Assign",
-                &format!("set-{i:04}"),
-                json!({"applyTo": apply_to("", "v1", "ConfigMap"),
-                       "location": format!("data.key-{:03}", i * 2),
-                       "parameters": {"assign": {"value": "mutated"}}}),
-            ));
-        }
+        let (system, configmap) = shapes::configmap_through(n);
         let admission = Admission::new(&configmap);
         dump(&format!("configmap-{n}"), &system, &configmap);
         group.bench_function(BenchmarkId::from_parameter(n), |b| {
@@ -182,19 +72,10 @@ fn load_sets(c: &mut Criterion) {
         return;
     };
     let dir = std::path::Path::new(&dir);
-    let review: Value =
-        serde_json::from_slice(&std::fs::read(dir.join("review.json")).unwrap()).unwrap();
-    let pod = &review["request"]["object"];
-    assert!(pod.is_object(), "review.json has no request.object");
     let mut group = c.benchmark_group("load test's Pod through a set of 100");
     for set in ["typical", "heavy"] {
-        let loaded = load_mutators(&[Input::Path(dir.join(set))]);
-        assert!(loaded.errors.is_empty(), "{set}: {:?}", loaded.errors);
-        assert_eq!(loaded.mutators.len(), 100, "{set}: mutators loaded");
-        let mut system = System::new();
-        for mutator in &loaded.mutators {
-            system.upsert(Mutator::compile(&mutator.object).unwrap());
-        }
+        let (system, pod) = shapes::load_set(dir, set);
+        let pod = &pod;
         let admission = Admission::new(pod);
         dump(&format!("load-{set}"), &system, pod);
         group.bench_function(BenchmarkId::from_parameter(set), |b| {
@@ -223,7 +104,7 @@ fn glob_vs_exclusion(c: &mut Criterion) {
                    "parameters": {"assign": {"value": "Always"}}}),
         );
         let request = Request::create(Some("shop"));
-        let mut pod = three_container_pod();
+        let mut pod = shapes::three_container_pod();
         m.apply(&mut pod, &request).unwrap();
         group.bench_function(label, |b| {
             b.iter(|| m.apply(std::hint::black_box(&mut pod), &request))
