@@ -347,6 +347,7 @@ impl Objects<'_> {
         }
         Ok(())
     }
+
     /// Warns, once per kind, of an object mutated as cluster-scoped only
     /// because nothing says whether its kind is namespaced.
     fn warn_unknown_scope(&mut self, document: &Document) {
