@@ -21,6 +21,11 @@ const DNS1123_SUBDOMAIN_FMT: &str =
 const DNS1123_SUBDOMAIN_ERR_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character";
 const DNS1123_SUBDOMAIN_MAX_LENGTH: usize = 253;
 
+/// `dns1123LabelFmt`: the pattern of a namespace's name.
+const DNS1123_LABEL_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?";
+const DNS1123_LABEL_ERR_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character";
+const DNS1123_LABEL_MAX_LENGTH: usize = 63;
+
 /// Kubernetes' `EmptyError()`.
 const EMPTY_ERROR: &str = "must be non-empty";
 
@@ -95,6 +100,23 @@ pub fn validate_label_value(value: &str) -> Result<(), String> {
         ));
     }
     joined(errs)
+}
+
+/// Kubernetes' `IsDNS1123Label`, which a namespace's name must pass: each
+/// problem in its words (none for a valid label).
+pub fn dns1123_label_errors(value: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if value.len() > DNS1123_LABEL_MAX_LENGTH {
+        errs.push(max_len_error(DNS1123_LABEL_MAX_LENGTH));
+    }
+    if !is_dns1123_label(value) {
+        errs.push(regex_error(
+            DNS1123_LABEL_ERR_MSG,
+            DNS1123_LABEL_FMT,
+            &["my-name", "123-abc"],
+        ));
+    }
+    errs
 }
 
 /// Kubernetes' `IsDNS1123Subdomain`: each problem in its words (none when

@@ -127,6 +127,10 @@ const OBJECTS_KEPT: usize = 10_000;
 /// # Errors
 /// Only for output that cannot be written or serialized.
 pub fn run(args: &MutateArgs) -> anyhow::Result<Exit> {
+    if let Some(problem) = invalid_namespace(&args.namespace) {
+        eprintln!("error: -n/--namespace: {problem}");
+        return Ok(Exit::InvalidInput);
+    }
     let inputs: Vec<Input> = if args.inputs.is_empty() {
         vec![Input::Stdin]
     } else {
@@ -273,8 +277,14 @@ impl Objects<'_> {
     /// Output that cannot be written or serialized.
     fn object(&mut self, document: &Document) -> anyhow::Result<()> {
         let (args, system, offline) = (self.args, self.system, self.offline);
-        // One object twice is usually a kustomize patch read as a file.
-        let identity = describe(&document.value);
+        // One object twice is usually a kustomize patch read as a file. Its
+        // identity takes the namespace it is mutated in (-n when assumed).
+        let placement = offline.scopes.place(&document.value, offline.namespace);
+        let identity = ObjectRef::admitted(
+            &document.value,
+            &Admission::new(&document.value).namespace(placement.namespace()),
+        )
+        .to_string();
         match self.identities.get(&identity) {
             Some(first) => eprintln!(
                 "warning: {}: {identity} is also at {first} (a kustomize patch? preview the \
@@ -576,31 +586,30 @@ pub(crate) fn expand_one(
     Ok(generated)
 }
 
+/// Why `namespace` cannot name a namespace, in the API server's words
+/// (`Invalid value: "Bad_NS": a lowercase RFC 1123 label must ...`).
+pub(crate) fn invalid_namespace(namespace: &str) -> Option<String> {
+    let errors = sartor_api::validation::dns1123_label_errors(namespace);
+    (!errors.is_empty()).then(|| format!("Invalid value: {namespace:?}: {}", errors.join("; ")))
+}
+
 /// What to tell the user along with a mutation error they can fix here;
 /// `placement` is where the object was mutated.
 fn hint(error: &MutateError, placement: Placement<'_>) -> String {
-    match (&*error.reason, placement) {
-        (
-            Failure::Match {
-                source:
-                    MatchError::NamespaceUnknown { .. } | MatchError::ValueNamespaceUnknown { .. },
-                ..
-            },
-            Placement::Assumed(namespace),
-        ) => format!(
+    let Failure::Match {
+        source: MatchError::NamespaceUnknown { .. } | MatchError::ValueNamespaceUnknown { .. },
+        ..
+    } = &*error.reason
+    else {
+        return String::new();
+    };
+    match placement {
+        Placement::Assumed(namespace) => format!(
             "; the object has no metadata.namespace, so it was mutated in namespace {namespace:?} \
              (-n): pass that Namespace object with --namespaces, or give -n the namespace it is \
              deployed to"
         ),
-        (
-            Failure::Match {
-                source:
-                    MatchError::NamespaceUnknown { .. } | MatchError::ValueNamespaceUnknown { .. },
-                ..
-            },
-            _,
-        ) => "; pass the Namespace object with --namespaces".to_string(),
-        _ => String::new(),
+        _ => "; pass the Namespace object with --namespaces".to_string(),
     }
 }
 

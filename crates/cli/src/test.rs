@@ -45,7 +45,7 @@ use serde_json::Value;
 
 use crate::external::External;
 use crate::load::namespace_name;
-use crate::mutate::{Offline, colour, expand_one, mutate_one, yaml_diff};
+use crate::mutate::{Offline, colour, expand_one, invalid_namespace, mutate_one, yaml_diff};
 use crate::report::{CaseResult, SuiteResult};
 use crate::{Exit, load, report};
 
@@ -298,6 +298,10 @@ fn run_suite(file: &Path, run: Option<&str>) -> SuiteResult {
             return result;
         }
     };
+    if let Some(problem) = suite.namespace.as_deref().and_then(invalid_namespace) {
+        result.problems.push(format!("namespace: {problem}"));
+        return result;
+    }
     let (scopes, unreadable) =
         repository.scopes(&suite.api_resources.iter().map(relative).collect::<Vec<_>>());
     if !unreadable.is_empty() {
@@ -382,6 +386,9 @@ fn run_case(case: &Case, dir: &Path, setting: &Setting<'_>) -> Result<(), String
         recorded,
         ..
     } = *setting;
+    if let Some(problem) = case.namespace.as_deref().and_then(invalid_namespace) {
+        return Err(format!("namespace: {problem}\n"));
+    }
     let inputs = objects(&case.input, dir)?;
     // A CRD among the inputs gives its kind a scope, as in `sartor mutate`.
     let mut scopes = setting.scopes.clone();

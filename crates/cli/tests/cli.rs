@@ -1897,3 +1897,40 @@ rules: []
         )
     );
 }
+
+#[test]
+fn the_namespace_of_n_is_checked_and_names_objects_without_one() {
+    let pod = std::fs::read_to_string(namespace_less("pod.yaml")).unwrap();
+    let placed = pod.replace("  name: web\n", "  name: web\n  namespace: default\n");
+    let dir = scratch(
+        "n-checked",
+        &[("pod.yaml", pod.as_str()), ("placed.yaml", placed.as_str())],
+    );
+    let mutators = namespace_less("mutators.yaml");
+    let (code, stdout, stderr) = sartor(
+        &dir,
+        &["mutate", "-n", "Bad_NS", "-m", &mutators, "pod.yaml"],
+        "",
+    );
+    assert_eq!(
+        (code, stdout.as_str(), stderr.as_str()),
+        (
+            2,
+            "",
+            "error: -n/--namespace: Invalid value: \"Bad_NS\": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')\n"
+        )
+    );
+    // The namespace-less Pod is `default/web`, as the placed one.
+    let (code, _, stderr) = sartor(
+        &dir,
+        &["mutate", "-m", &mutators, "pod.yaml", "placed.yaml"],
+        "",
+    );
+    assert_eq!(
+        (code, stderr.as_str()),
+        (
+            0,
+            "warning: placed.yaml: document 1: v1 Pod default/web is also at pod.yaml: document 1 (a kustomize patch? preview the built overlay: kustomize build DIR | sartor mutate)\n"
+        )
+    );
+}

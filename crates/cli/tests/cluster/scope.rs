@@ -278,6 +278,27 @@ pub fn invalid_names_are_refused_as_the_api_server_refuses_them(
         }
         said.push(words);
     }
+    // -n as the API server checks a namespace's name.
+    let refused = match suite.plane.kubectl(&["create", "namespace", "Bad_NS"]) {
+        Ok(out) => return Err(format!("the API server accepted namespace Bad_NS: {out}")),
+        Err(error) => error,
+    };
+    let path = dir.join("case-0.yaml").display().to_string();
+    let Err(mutated) = crate::sartor(&["mutate", "-n", "Bad_NS", "-m", &path, &path]) else {
+        return Err("sartor mutate took -n Bad_NS".to_string());
+    };
+    let words = mutated
+        .lines()
+        .find_map(|line| {
+            line.split_once("error: -n/--namespace: ")
+                .map(|(_, w)| w.to_string())
+        })
+        .ok_or_else(|| format!("no -n message in {mutated:?}"))?;
+    if !refused.contains(&format!("metadata.name: {words}")) {
+        return Err(format!(
+            "the API server refused Bad_NS otherwise than sartor mutate -n ({words:?}):\n{refused}"
+        ));
+    }
     let name = "metadata.name: Invalid value: \"k8spspfsGroup\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
     crate::same(
         "sartor's words for the name",

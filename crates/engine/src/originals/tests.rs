@@ -205,3 +205,36 @@ fn many_places_below_one_are_found_and_kept_in_order() {
     originals.restore(&mut restored);
     assert_eq!(restored, admitted);
 }
+
+#[test]
+fn places_past_the_bisect_threshold_are_found_and_kept_in_order() {
+    // More places below one than BISECT_PAST, so saves bisect: saved in a
+    // scattered order, twice each, some already in the object.
+    let names: Vec<String> = (0..3 * BISECT_PAST)
+        .map(|i| format!("key-{}", (i * 7) % (3 * BISECT_PAST)))
+        .collect();
+    let admitted = json!({"data": {"key-0": "0", "key-10": "0", "key-47": "0", "other": "0"}});
+    let mut object = admitted.clone();
+    let mut originals = Originals::default();
+    for name in names.iter().chain(&names) {
+        let data = object["data"].as_object_mut().unwrap();
+        originals.save(&[At::Field("data"), At::Field(name)], || {
+            data.get(name.as_str()).cloned()
+        });
+        data.insert(name.clone(), json!("1"));
+    }
+    let below = &originals.root().below[0].1.below;
+    let order: Vec<At<'_>> = below.iter().map(|(at, _)| *at).collect();
+    let mut sorted = order.clone();
+    sorted.sort();
+    sorted.dedup();
+    assert_eq!((below.len(), &order), (3 * BISECT_PAST, &sorted));
+    assert_eq!(
+        patch::between(&originals, &object).operations().unwrap(),
+        json_patch::diff(&admitted, &object)
+    );
+    let mut restored = object.clone();
+    originals.restore(&mut restored);
+    assert_eq!(restored, admitted);
+    assert!(!originals.unchanged(&object));
+}
