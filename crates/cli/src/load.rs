@@ -494,7 +494,7 @@ impl Repository {
     /// finding (category load, placed at the file) per file that cannot be
     /// read or is not `kubectl api-resources` output, naming the line.
     pub fn scopes(&self, api_resources: &[String]) -> (Scopes, Vec<Finding>) {
-        let mut scopes = Scopes::builtin();
+        let mut scopes = Scopes::builtin().clone();
         let mut findings = Vec::new();
         for file in api_resources {
             match std::fs::read_to_string(file)

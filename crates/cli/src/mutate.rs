@@ -300,7 +300,7 @@ impl Objects<'_> {
         if let Ok((_, mutation)) = &mutated
             && mutation.protected.is_none()
         {
-            self.warn_unknown_scope(document);
+            self.warn_unknown_scope(document, placement);
         }
         let printer = &mut self.printer;
         match mutated {
@@ -310,7 +310,7 @@ impl Objects<'_> {
                 }
                 if args.explain {
                     let mut explanation = String::new();
-                    explain(&mut explanation, document, &object, &mutation, offline);
+                    explain(&mut explanation, document, &object, &mutation, placement);
                     printer.text(&explanation)?;
                 }
                 if args.diff {
@@ -360,13 +360,8 @@ impl Objects<'_> {
 
     /// Warns, once per kind, of an object mutated as cluster-scoped only
     /// because nothing says whether its kind is namespaced.
-    fn warn_unknown_scope(&mut self, document: &Document) {
-        if self
-            .offline
-            .scopes
-            .place(&document.value, self.offline.namespace)
-            == Placement::Unknown
-        {
+    fn warn_unknown_scope(&mut self, document: &Document, placement: Placement<'_>) {
+        if placement == Placement::Unknown {
             let gvk = Gvk::of(&document.value);
             if self.unknown.insert(Gvk {
                 version: String::new(),
@@ -618,8 +613,8 @@ fn describe(object: &Value) -> String {
     ObjectRef::admitted(object, &Admission::new(object)).to_string()
 }
 
-/// Appends what happened to one object: a header naming it, the namespace
-/// it was mutated in when that was assumed, then one line per change
+/// Appends what happened to one object: a header naming it, where it was
+/// mutated (`placement`) when that was assumed, then one line per change
 /// (`pass 1  Assign pull  spec.containers[name: app].imagePullPolicy`), or
 /// the one line saying why an object sartor never mutates was left.
 fn explain(
@@ -627,10 +622,9 @@ fn explain(
     document: &Document,
     object: &Value,
     mutation: &Mutation,
-    offline: &Offline<'_>,
+    placement: Placement<'_>,
 ) {
     let label = format!("{} ({})", document.origin, describe(object));
-    let placement = offline.scopes.place(&document.value, offline.namespace);
     let assumed = (mutation.protected.is_none()
         && matches!(placement, Placement::Assumed(_) | Placement::Unknown))
     .then(|| placement.to_string());

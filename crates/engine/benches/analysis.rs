@@ -79,7 +79,7 @@ fn mixed(n: usize) -> System {
 }
 
 fn bench(c: &mut Criterion) {
-    let scopes = Scopes::builtin();
+    let scopes = Scopes::builtin().clone();
     let mut group = c.benchmark_group("analysis");
     group.sample_size(10);
     for n in [100, 1_000] {

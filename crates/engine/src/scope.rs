@@ -119,9 +119,10 @@ pub enum Placement<'a> {
 // === impl Scopes ===
 
 impl Scopes {
-    /// The built-in kinds of Kubernetes [`BUILTIN_KUBERNETES_VERSION`].
-    pub fn builtin() -> Scopes {
-        BUILTIN_SCOPES.clone()
+    /// The built-in kinds of Kubernetes [`BUILTIN_KUBERNETES_VERSION`],
+    /// parsed once; clone it to add more.
+    pub fn builtin() -> &'static Scopes {
+        &BUILTIN_SCOPES
     }
 
     /// Whether objects of `group`/`kind` are namespaced; `None` when unknown.

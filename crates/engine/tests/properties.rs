@@ -636,7 +636,7 @@ proptest! {
         let system = system_of(&picks);
         let namespace = namespace();
         let request = request(&namespace);
-        for finding in analyze(&system, &Scopes::builtin()) {
+        for finding in analyze(&system, Scopes::builtin()) {
             if finding.rule != Rule::Shadowed {
                 continue;
             }
@@ -661,7 +661,7 @@ proptest! {
         spec in spec(),
     ) {
         let system = system_of(&picks);
-        prop_assume!(analyze(&system, &Scopes::builtin()).iter().all(|f| f.rule != Rule::MayNotConverge));
+        prop_assume!(analyze(&system, Scopes::builtin()).iter().all(|f| f.rule != Rule::MayNotConverge));
         let namespace = namespace();
         let request = request(&namespace);
         if let Err(error) = mutate_in_place(&system, &mut pod(spec), &request)

@@ -720,7 +720,7 @@ impl Webhook {
             // What the analysis finds about the set with this mutator in
             // it, as far as it involves this mutator: warnings, never a denial.
             response.warnings.extend(
-                sartor_engine::analysis::analyze(&system, &sartor_engine::Scopes::builtin())
+                sartor_engine::analysis::analyze(&system, sartor_engine::Scopes::builtin())
                     .iter()
                     .filter(|finding| finding.involves(&id))
                     .map(|finding| format!("{}: {finding}", finding.severity())),

@@ -89,7 +89,7 @@ pub fn answer(case: &Case) -> Answer {
 /// oracle), else `default`.
 pub fn admitted_namespace(object: &Value, case: &Case) -> Option<String> {
     static SCOPES: std::sync::LazyLock<Scopes> = std::sync::LazyLock::new(|| {
-        let mut scopes = Scopes::builtin();
+        let mut scopes = Scopes::builtin().clone();
         scopes.insert("example.com", "Widget", true);
         scopes
     });

@@ -19,7 +19,7 @@ fn create(name: &str, location: &str, parameters: &str) -> String {
 
 /// Every finding as `rule | mutators | path | message`.
 fn findings(system: &System) -> Vec<String> {
-    analyze(system, &Scopes::builtin())
+    analyze(system, Scopes::builtin())
         .iter()
         .map(|f| {
             let mutators: Vec<String> = f.mutators.iter().map(ToString::to_string).collect();
@@ -35,7 +35,7 @@ fn findings(system: &System) -> Vec<String> {
 }
 
 fn only(system: &System) -> Finding {
-    let all = analyze(system, &Scopes::builtin());
+    let all = analyze(system, Scopes::builtin());
     assert_eq!(all.len(), 1, "{:#?}", all);
     all.into_iter().next().unwrap()
 }
@@ -375,7 +375,7 @@ fn a_kind_the_given_scopes_know_is_judged_by_scope() {
         "{assign: {value: 1}}",
         "  applyTo: [{groups: [example.com], versions: [v1], kinds: [Widget]}]\n  match: {scope: Cluster}\n",
     ));
-    let mut scopes = Scopes::builtin();
+    let mut scopes = Scopes::builtin().clone();
     scopes.insert("example.com", "Widget", true);
     let found: Vec<String> = analyze(&set, &scopes)
         .iter()
