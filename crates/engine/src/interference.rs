@@ -20,12 +20,22 @@
 //! The relation errs towards "may": a false "may" costs running a mutator, a
 //! false "may not" would skip a change Gatekeeper makes.
 //!
+//! Comparing every pair would grow with the square of the candidates (a
+//! ConfigMap's 1,000 Assigns). A writer can reach a reader only through a
+//! path they share, so the writers are sorted by the object fields their
+//! locations start with, and a reader is compared with those whose fields
+//! agree with one of its read paths as far as both go (plus the few that
+//! write an object's identity). A reader with more such writers than
+//! [`LISTED_AT_MOST`] is taken to be disturbed by every later one.
+//!
 //! ```text
 //!  candidates of a kind ──(once)──▶ Interference: for each idempotent X,
 //!                                   the later W whose writes may reach X
 //!  pass 1 ──▶ writers (positions that changed the object)
-//!  pass 2 ──▶ X skipped while nothing changed and row(X) ∩ writers = ∅
+//!  pass 2 ──▶ X skipped while nothing changed and none of X's W wrote
 //! ```
+
+use std::ops::Range;
 
 use sartor_location::{Node, Path};
 
@@ -33,23 +43,42 @@ use crate::condition::{agreed_nodes, may_write};
 use crate::matching::{MatchInput, input_written};
 use crate::mutator::{Effect, Mutator};
 
-/// The most candidates a kind may have for a second pass to skip any of
-/// them: the relation grows with the square of their number.
-pub(crate) const MOST: usize = 512;
+/// The most writers a reader is compared with, or keeps as its disturbers:
+/// past it, every later writer counts (building the relation stays linear
+/// in the candidates, times this).
+pub(crate) const LISTED_AT_MOST: usize = 512;
 
-const WORDS: usize = MOST / 64;
+/// The candidates that changed the object in the first pass, by position:
+/// the first [`INLINE`] words inline, so a mutation of a kind with few
+/// candidates allocates nothing for them.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Writers {
+    inline: [u64; INLINE],
+    more: Vec<u64>,
+    last: Option<usize>,
+}
 
-/// A set of candidate positions, each below [`MOST`].
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct Positions([u64; WORDS]);
+const INLINE: usize = 8;
 
 /// For a kind's candidates, in order: which of them a second pass skips,
 /// given which changed the object in the first.
 #[derive(Debug, Clone)]
 pub(crate) struct Interference {
-    /// For each candidate, the later candidates whose writes may change what
-    /// it reads; `None` for one that is not idempotent.
-    disturbed_by: Vec<Option<Positions>>,
+    readers: Vec<Reader>,
+    /// The disturbers of every [`Reader::Listed`], one run after another.
+    disturbers: Vec<u32>,
+}
+
+/// What a second pass needs to know of one candidate.
+#[derive(Debug, Clone, Copy)]
+enum Reader {
+    /// Not idempotent: it always runs.
+    Runs,
+    /// Disturbed by the later candidates at these positions of
+    /// [`Interference::disturbers`].
+    Listed(u32, u32),
+    /// Disturbed by any later candidate that wrote.
+    ByAnyLater,
 }
 
 /// What a reader reads besides its location: the labels its selectors
@@ -68,18 +97,50 @@ struct Reads<'m> {
     shallowest_test: Option<usize>,
 }
 
-// === impl Positions ===
+/// The writers, sorted by the object fields their locations start with:
+/// those sharing a run of leading fields are neighbours.
+struct ByFields<'m> {
+    /// Each writer's leading fields (up to its first list), with its position.
+    sorted: Vec<(Vec<&'m str>, u32)>,
+    /// The writers of an object's name, generateName or namespace: they
+    /// may change whether any reader applies.
+    identity: Vec<u32>,
+}
 
-impl Positions {
-    /// Adds `position` (ignored at or past [`MOST`]).
+// === impl Writers ===
+
+impl Writers {
+    /// Adds the candidate at `position`.
     pub(crate) fn insert(&mut self, position: usize) {
-        if let Some(word) = self.0.get_mut(position / 64) {
-            *word |= 1 << (position % 64);
+        let word = position / 64;
+        let bits = match word.checked_sub(INLINE) {
+            None => self.inline.get_mut(word),
+            Some(more) => {
+                if self.more.len() <= more {
+                    self.more.resize(more + 1, 0);
+                }
+                self.more.get_mut(more)
+            }
+        };
+        if let Some(bits) = bits {
+            *bits |= 1 << (position % 64);
         }
+        self.last = self.last.max(Some(position));
     }
 
-    fn meets(&self, other: &Positions) -> bool {
-        self.0.iter().zip(&other.0).any(|(a, b)| a & b != 0)
+    fn contains(&self, position: u32) -> bool {
+        let position = position as usize;
+        let word = position / 64;
+        let bits = match word.checked_sub(INLINE) {
+            None => self.inline.get(word),
+            Some(more) => self.more.get(more),
+        };
+        bits.is_some_and(|bits| bits & (1 << (position % 64)) != 0)
+    }
+
+    /// Whether a candidate after `position` wrote.
+    fn any_after(&self, position: usize) -> bool {
+        self.last.is_some_and(|last| last > position)
     }
 }
 
@@ -87,38 +148,141 @@ impl Positions {
 
 impl Interference {
     /// The relation for `mutators`, a kind's candidates in the order a pass
-    /// runs them; `None` when there are more than [`MOST`].
-    pub(crate) fn of<'m>(mutators: impl Iterator<Item = &'m Mutator>) -> Option<Interference> {
+    /// runs them.
+    pub(crate) fn of<'m>(mutators: impl Iterator<Item = &'m Mutator>) -> Interference {
         let mutators: Vec<&Mutator> = mutators.collect();
-        if mutators.len() > MOST {
-            return None;
-        }
-        let disturbed_by = mutators
+        let by_fields = ByFields::of(&mutators);
+        let mut disturbers = Vec::new();
+        let mut compared = Vec::new();
+        let readers = mutators
             .iter()
             .enumerate()
             .map(|(position, reader)| {
                 if !reader.idempotent() {
-                    return None;
+                    return Reader::Runs;
                 }
                 let reads = Reads::of(reader);
-                let mut by = Positions::default();
-                for (later, writer) in mutators.iter().enumerate().skip(position + 1) {
-                    if reads.may_change(writer) {
-                        by.insert(later);
-                    }
+                compared.clear();
+                if !by_fields.reaching(&reads, position, &mut compared) {
+                    return Reader::ByAnyLater;
                 }
-                Some(by)
+                let start = disturbers.len();
+                disturbers.extend(compared.iter().copied().filter(|later| {
+                    mutators
+                        .get(*later as usize)
+                        .is_some_and(|writer| reads.may_change(writer))
+                }));
+                let (Ok(start), Ok(end)) = (u32::try_from(start), u32::try_from(disturbers.len()))
+                else {
+                    return Reader::ByAnyLater;
+                };
+                Reader::Listed(start, end)
             })
             .collect();
-        Some(Interference { disturbed_by })
+        Interference {
+            readers,
+            disturbers,
+        }
     }
 
     /// Whether the candidate at `position` changes nothing in a second pass
     /// in which nothing has changed yet, when `writers` changed the object in
     /// the first.
-    pub(crate) fn skips(&self, position: usize, writers: &Positions) -> bool {
-        matches!(self.disturbed_by.get(position), Some(Some(by)) if !by.meets(writers))
+    pub(crate) fn skips(&self, position: usize, writers: &Writers) -> bool {
+        match self.readers.get(position) {
+            None | Some(Reader::Runs) => false,
+            Some(Reader::ByAnyLater) => !writers.any_after(position),
+            Some(Reader::Listed(start, end)) => {
+                !writers.any_after(position)
+                    || !self
+                        .disturbers
+                        .get(*start as usize..*end as usize)
+                        .unwrap_or_default()
+                        .iter()
+                        .any(|later| writers.contains(*later))
+            }
+        }
     }
+}
+
+// === impl ByFields ===
+
+impl<'m> ByFields<'m> {
+    fn of(mutators: &[&'m Mutator]) -> ByFields<'m> {
+        let mut sorted = Vec::with_capacity(mutators.len());
+        let mut identity = Vec::new();
+        for (position, writer) in (0u32..).zip(mutators) {
+            let written = writer.location();
+            if input_written(written) == MatchInput::Identity {
+                identity.push(position);
+            }
+            sorted.push((leading_fields(written), position));
+        }
+        sorted.sort_unstable();
+        ByFields { sorted, identity }
+    }
+
+    /// Puts in `found`, sorted, the writers after `position` whose writes may
+    /// reach what `reads` reads; `false` when there are more than
+    /// [`LISTED_AT_MOST`] to compare.
+    fn reaching(&self, reads: &Reads<'_>, position: usize, found: &mut Vec<u32>) -> bool {
+        let location = reads.mutator.location();
+        let fields = leading_fields(location);
+        // A pathTest at depth t reads whether the places down to t exist,
+        // which a writer sharing more than t fields may create.
+        let whole = reads
+            .shallowest_test
+            .map_or(fields.len(), |t| fields.len().min(t + 1));
+        let mut ranges = self.sharing(&fields, whole);
+        for path in reads.labels.iter().chain(&reads.label_map) {
+            let fields = leading_fields(path);
+            ranges.extend(self.sharing(&fields, fields.len()));
+        }
+        let total = self.identity.len() + ranges.iter().map(Range::len).sum::<usize>();
+        if total > LISTED_AT_MOST {
+            return false;
+        }
+        let later = |p: &u32| *p as usize > position;
+        found.extend(self.identity.iter().copied().filter(later));
+        for range in ranges {
+            let writers = self.sorted.get(range).unwrap_or_default();
+            found.extend(writers.iter().map(|(_, p)| *p).filter(later));
+        }
+        found.sort_unstable();
+        found.dedup();
+        true
+    }
+
+    /// The ranges of writers whose leading fields agree with `fields` as far
+    /// as both go: those ending on the way (at fewer than `whole` of them),
+    /// and all that start with the first `whole`.
+    fn sharing(&self, fields: &[&str], whole: usize) -> Vec<Range<usize>> {
+        let mut ranges = Vec::with_capacity(whole + 1);
+        for end in 0..whole {
+            let prefix = fields.get(..end).unwrap_or_default();
+            let from = self.sorted.partition_point(|(f, _)| f.as_slice() < prefix);
+            let to = self.sorted.partition_point(|(f, _)| f.as_slice() <= prefix);
+            ranges.push(from..to);
+        }
+        let prefix = fields.get(..whole).unwrap_or(fields);
+        let from = self.sorted.partition_point(|(f, _)| f.as_slice() < prefix);
+        let to = self
+            .sorted
+            .partition_point(|(f, _)| f.as_slice() < prefix || f.starts_with(prefix));
+        ranges.push(from..to);
+        ranges
+    }
+}
+
+/// The object fields `path` starts with, up to its first list.
+fn leading_fields(path: &Path) -> Vec<&str> {
+    path.nodes()
+        .iter()
+        .map_while(|node| match node {
+            Node::Field(name) => Some(name.as_str()),
+            Node::List(_) => None,
+        })
+        .collect()
 }
 
 // === impl Reads ===

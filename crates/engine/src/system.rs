@@ -22,7 +22,7 @@ use crate::condition::{ConditionConflict, may_write};
 use crate::conflict::Conflict;
 use crate::convergence::Convergence;
 use crate::external::{self, Asks, Resolution};
-use crate::interference::{Interference, Positions};
+use crate::interference::{Interference, Writers};
 use crate::matching::{self, MatchError, MatchInput, metadata_str};
 use crate::mutator::{Applies, Mutator, MutatorId, Operations};
 use crate::originals::{At, Originals};
@@ -62,9 +62,13 @@ pub struct System {
 #[derive(Debug, Clone, Default)]
 struct Index {
     candidates: BTreeMap<Arc<MutatorId>, Candidate>,
-    interference: OnceLock<Option<Interference>>,
+    interference: OnceLock<Interference>,
     shared_matches: OnceLock<SharedMatches>,
 }
+
+/// How many distinct `match`es of a kind's candidates a candidate's is
+/// compared with, to find one it shares.
+const DISTINCT_MATCHES_COMPARED: usize = 512;
 
 /// Which candidates of an index share a `match`: they answer alike, so a
 /// pass asks each `match` once, at the position of its first candidate.
@@ -585,7 +589,7 @@ impl System {
         // those none of them can have disturbed, while it changes nothing
         // (see `interference`). Not with external data, whose placeholders
         // are settled after convergence.
-        let mut writers = Positions::default();
+        let mut writers = Writers::default();
         // About one change per candidate, most of them in pass 1.
         mutation.changes.reserve(candidates.len());
         let max_passes = self.mutators.len() + 1;
@@ -593,7 +597,7 @@ impl System {
             mutation.passes = pass;
             let first_change = mutation.changes.len();
             let interference = match pass {
-                2 if !external => index.interference(),
+                2 if !external => Some(index.interference()),
                 _ => None,
             };
             for (position, candidate) in candidates {
@@ -843,17 +847,15 @@ impl Index {
         self.candidates.len()
     }
 
-    /// Which candidates a second pass may skip; `None` when there are too
-    /// many to work it out.
-    fn interference(&self) -> Option<&Interference> {
+    /// Which candidates a second pass may skip.
+    fn interference(&self) -> &Interference {
         self.interference
             .get_or_init(|| Interference::of(self.candidates.values().map(|c| &*c.mutator)))
-            .as_ref()
     }
 
-    /// Which candidates share a `match`. Past [`interference::MOST`]
-    /// candidates each answers for itself (finding the shared ones compares
-    /// each with every distinct `match` before it).
+    /// Which candidates share a `match`. Each is compared with the first
+    /// [`DISTINCT_MATCHES_COMPARED`] distinct ones before it, so working it
+    /// out stays linear in the candidates.
     fn shared_matches(&self) -> &SharedMatches {
         self.shared_matches.get_or_init(|| {
             let matchers: Vec<&crate::matching::Matcher> = self
@@ -861,23 +863,20 @@ impl Index {
                 .values()
                 .map(|c| c.mutator.matcher())
                 .collect();
-            let compared = matchers.len() <= crate::interference::MOST;
             let mut firsts: Vec<usize> = Vec::new();
             let first = matchers
                 .iter()
                 .enumerate()
                 .map(|(position, matcher)| {
-                    let shared = match compared {
-                        true => firsts
-                            .iter()
-                            .copied()
-                            .find(|first| matchers.get(*first) == Some(matcher)),
-                        false => None,
-                    };
-                    shared.unwrap_or_else(|| {
-                        firsts.push(position);
-                        position
-                    })
+                    firsts
+                        .iter()
+                        .take(DISTINCT_MATCHES_COMPARED)
+                        .copied()
+                        .find(|first| matchers.get(*first) == Some(matcher))
+                        .unwrap_or_else(|| {
+                            firsts.push(position);
+                            position
+                        })
                 })
                 .collect();
             let reading_labels = firsts
