@@ -28,6 +28,10 @@ use crate::walk::same_key;
 /// instead of scanning: a ConfigMap's or a label map's many keys.
 const BISECT_PAST: usize = 16;
 
+/// From this many places below a map, and half its entries, a save of one
+/// more saves the map whole instead ([`Originals::save_field`]).
+const WHOLE_FROM: usize = 64;
+
 /// One step of a place's path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum At<'s> {
@@ -87,46 +91,57 @@ impl<'s> Originals<'s> {
     /// Saves what `path` holds, `original()`, before it is changed: only the
     /// first time (a place inside a saved one is saved already). Places saved
     /// inside `path` are folded into its original.
+    #[inline]
     pub(crate) fn save(&mut self, path: &[At<'s>], original: impl FnOnce() -> Option<Value>) {
-        let mut node = &mut self.root;
-        for at in path {
-            if node.saved.is_some() {
-                return;
-            }
-            // Few places below one, mostly found: an equality scan (lengths
-            // first) costs less than ordering strings. Many (a ConfigMap's
-            // entries, 1,000 Assigns under `data`): the scan made each save
-            // linear in the places saved, so they are bisected (they are
-            // kept sorted).
-            let found = if node.below.len() > BISECT_PAST {
-                node.below.binary_search_by(|(step, _)| step.cmp(at))
-            } else {
-                node.below
-                    .iter()
-                    .position(|(step, _)| step.same(at))
-                    .ok_or_else(|| node.below.partition_point(|(step, _)| step < at))
-            };
-            let index = match found {
-                Ok(index) => index,
-                Err(index) => {
-                    node.below.insert(index, (*at, Node::default()));
-                    index
-                }
-            };
-            let Some((_, next)) = node.below.get_mut(index) else {
-                return;
-            };
-            node = next;
+        if let Some(node) = self.node_at(path) {
+            node.save(original);
         }
+    }
+
+    /// Saves the field `name` of the map at `path`, whose `entries` and
+    /// whole value (`map()`) are at hand, as [`Originals::save`] would. Once
+    /// the fields saved there are many and half the map's entries, the map
+    /// is saved whole instead: one copy of it costs less than keeping the
+    /// many saved fields sorted, the more so the more follow (a ConfigMap
+    /// through 1,000 Assigns).
+    #[inline]
+    pub(crate) fn save_field(
+        &mut self,
+        path: &[At<'s>],
+        name: &'s str,
+        entries: usize,
+        map: impl FnOnce() -> Value,
+        original: impl FnOnce() -> Option<Value>,
+    ) {
+        let Some(node) = self.node_at(path) else {
+            return;
+        };
         if node.saved.is_some() {
             return;
         }
-        let mut value = original();
-        let below = std::mem::take(&mut node.below);
-        if let Some(value) = &mut value {
-            fold(value, below);
+        let field = At::Field(name);
+        let whole = node.below.len() >= WHOLE_FROM
+            && 2 * node.below.len() >= entries
+            && node.find(&field).is_err();
+        if whole {
+            node.save(|| Some(map()));
+        } else if let Some(field) = node.place(&field) {
+            field.save(original);
         }
-        node.saved = Some(value);
+    }
+
+    /// The node of `path`, added on the way when missing; `None` inside a
+    /// saved place.
+    #[inline(always)]
+    fn node_at(&mut self, path: &[At<'s>]) -> Option<&mut Node<'s>> {
+        let mut node = &mut self.root;
+        for at in path {
+            if node.saved.is_some() {
+                return None;
+            }
+            node = node.place(at)?;
+        }
+        Some(node)
     }
 
     /// Whether every saved place holds its original again: then the object
@@ -146,6 +161,54 @@ impl<'s> Originals<'s> {
 }
 
 // === impl Node ===
+
+impl<'s> Node<'s> {
+    /// Where `at` is among the places below, or where it would go.
+    #[inline(always)]
+    fn find(&self, at: &At<'s>) -> Result<usize, usize> {
+        // Few places below one, mostly found: an equality scan (lengths
+        // first) costs less than ordering strings. Many (a ConfigMap's
+        // entries, 1,000 Assigns under `data`): the scan made each save
+        // linear in the places saved, so they are bisected (they are kept
+        // sorted).
+        if self.below.len() > BISECT_PAST {
+            self.below.binary_search_by(|(step, _)| step.cmp(at))
+        } else {
+            self.below
+                .iter()
+                .position(|(step, _)| step.same(at))
+                .ok_or_else(|| self.below.partition_point(|(step, _)| step < at))
+        }
+    }
+
+    /// The place `at` below this one, added when missing.
+    #[inline(always)]
+    fn place(&mut self, at: &At<'s>) -> Option<&mut Node<'s>> {
+        let index = match self.find(at) {
+            Ok(index) => index,
+            Err(index) => {
+                self.below.insert(index, (*at, Node::default()));
+                index
+            }
+        };
+        self.below.get_mut(index).map(|(_, node)| node)
+    }
+
+    /// Saves `original()` here unless saved already, folding in the places
+    /// saved below.
+    #[inline]
+    fn save(&mut self, original: impl FnOnce() -> Option<Value>) {
+        if self.saved.is_some() {
+            return;
+        }
+        let mut value = original();
+        let below = std::mem::take(&mut self.below);
+        if let Some(value) = &mut value {
+            fold(value, below);
+        }
+        self.saved = Some(value);
+    }
+}
 
 impl Node<'_> {
     /// Whether the saved places at and below this one, which holds

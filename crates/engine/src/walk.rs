@@ -391,6 +391,19 @@ impl<'s> Trail<'s, '_> {
         }
     }
 
+    /// Saves the field `name` of `map`, the place at the trail (or `map`
+    /// whole: [`Originals::save_field`]).
+    fn save_field(
+        &mut self,
+        map: &Map<String, Value>,
+        name: &'s str,
+        original: impl FnOnce() -> Option<Value>,
+    ) {
+        let whole = || Value::Object(map.clone());
+        self.originals
+            .save_field(&self.path, name, map.len(), whole, original);
+    }
+
     /// Saves the list at the trail, before an element is added or removed.
     fn save_list(&mut self, list: &[Value]) {
         self.save(None, || Some(Value::Array(list.to_vec())));
@@ -468,7 +481,7 @@ impl<'a> Walk<'a, '_> {
                         }
                     }
                     if let Some(trail) = trail.as_deref_mut() {
-                        trail.save(Some(At::Field(name)), || map.get(name.as_str()).cloned());
+                        trail.save_field(map, name, || map.get(name.as_str()).cloned());
                     }
                     let change =
                         self.setter
@@ -496,7 +509,7 @@ impl<'a> Walk<'a, '_> {
                 let mutated = self.step(&mut next, depth + 1, frame, changed, None)?;
                 if mutated {
                     if let Some(trail) = trail {
-                        trail.save(Some(At::Field(name)), || None);
+                        trail.save_field(map, name, || None);
                     }
                     map.insert(name.clone(), next);
                     // Creating the parents is a change even when the setter

@@ -238,3 +238,70 @@ fn places_past_the_bisect_threshold_are_found_and_kept_in_order() {
     assert_eq!(restored, admitted);
     assert!(!originals.unchanged(&object));
 }
+
+#[test]
+fn many_fields_saved_below_a_map_save_it_whole() {
+    // Fields of the map saved one by one until WHOLE_FROM of its 100
+    // entries are, then the map whole: the fields saved before are folded
+    // in, those after (new keys among them) fall inside.
+    let admitted = json!({"data": (0..100)
+        .map(|i| (format!("key-{i}"), json!("0")))
+        .collect::<serde_json::Map<String, Value>>()});
+    let names: Vec<String> = (0..100)
+        .map(|i| (i * 7) % 100)
+        .chain(100..200)
+        .map(|i| format!("key-{i}"))
+        .collect();
+    let mut object = admitted.clone();
+    let mut originals = Originals::default();
+    let mut saved_whole_after = None;
+    for (count, name) in names.iter().chain(&names).enumerate() {
+        let data = object["data"].as_object_mut().unwrap();
+        let whole = || Value::Object(data.clone());
+        let original = || data.get(name.as_str()).cloned();
+        originals.save_field(&[At::Field("data")], name, data.len(), whole, original);
+        data.insert(name.clone(), json!("1"));
+        let (at, node) = &originals.root().below[0];
+        assert_eq!(*at, At::Field("data"));
+        if node.saved.is_some() && saved_whole_after.is_none() {
+            saved_whole_after = Some(count);
+        }
+    }
+    assert_eq!(saved_whole_after, Some(WHOLE_FROM));
+    assert_eq!(
+        originals.root().below[0].1.saved,
+        Some(Some(admitted["data"].clone()))
+    );
+    assert_eq!(
+        patch::between(&originals, &object).operations().unwrap(),
+        json_patch::diff(&admitted, &object)
+    );
+    let mut restored = object.clone();
+    originals.restore(&mut restored);
+    assert_eq!(restored, admitted);
+    assert!(!originals.unchanged(&object));
+    assert!(originals.unchanged(&admitted));
+}
+
+#[test]
+fn fields_saved_below_a_large_map_stay_apart() {
+    // Many saved fields, but fewer than half the entries: no copy of the map.
+    let admitted = json!({"data": (0..1000)
+        .map(|i| (format!("key-{i}"), json!("0")))
+        .collect::<serde_json::Map<String, Value>>()});
+    let names: Vec<String> = (0..400).map(|i| format!("key-{i}")).collect();
+    let mut object = admitted.clone();
+    let mut originals = Originals::default();
+    for name in &names {
+        let data = object["data"].as_object_mut().unwrap();
+        let whole = || Value::Object(data.clone());
+        let original = || data.get(name.as_str()).cloned();
+        originals.save_field(&[At::Field("data")], name, data.len(), whole, original);
+        data.insert(name.clone(), json!("1"));
+    }
+    let data = &originals.root().below[0].1;
+    assert_eq!((data.saved.is_none(), data.below.len()), (true, 400));
+    let mut restored = object.clone();
+    originals.restore(&mut restored);
+    assert_eq!(restored, admitted);
+}

@@ -373,3 +373,33 @@ fn removing_a_label_that_hid_the_others_lets_an_earlier_selector_match() {
         ]
     );
 }
+
+/// More Assigns of one kind than a second pass compares pairwise, over more
+/// places of one map than it saves one by one (it then saves the map).
+#[test]
+fn six_hundred_assigns_on_one_configmap_settle_and_patch_as_a_diff() {
+    let mutators: String = (0..600)
+        .map(|i| {
+            format!(
+                "apiVersion: mutations.sartor.dev/v1\nkind: Assign\nmetadata: {{name: set-{i:03}}}\n\
+                 spec:\n  applyTo: [{{groups: [\"\"], versions: [v1], kinds: [ConfigMap]}}]\n  \
+                 location: 'data.key-{i}'\n  parameters: {{assign: {{value: mutated}}}}\n---\n"
+            )
+        })
+        .collect();
+    let system = system(&mutators);
+    let data = |keys: std::ops::Range<usize>, value: &str| -> serde_json::Map<String, _> {
+        keys.map(|i| (format!("key-{i}"), json!(value))).collect()
+    };
+    let configmap = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                           "metadata": {"name": "settings", "namespace": "shop"},
+                           "data": data(0..100, "admitted")});
+    let (mutated, mutation) = mutate(&system, &configmap, &Request::create(Some("shop"))).unwrap();
+    assert_eq!(
+        mutated,
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+               "metadata": {"name": "settings", "namespace": "shop"},
+               "data": data(0..600, "mutated")})
+    );
+    assert_eq!((mutation.passes, mutation.changes.len()), (2, 600));
+}
