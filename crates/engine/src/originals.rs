@@ -16,9 +16,11 @@
 //!   ([`patch::between`](crate::patch)).
 //!
 //! A place is a path of object fields and list indexes. Indexes stay valid:
-//! adding, replacing or removing list elements saves the whole list first,
-//! so no index below a saved place is read again, and no list above one
-//! changes shape.
+//! replacing or removing list elements saves the whole list first, so no
+//! index below a saved place is read again, and no list above one changes
+//! shape. Adding elements at a list's end keeps the indexes before them: the
+//! list only notes how many elements it kept ([`Originals::save_grown`]),
+//! and nothing is saved inside the added ones.
 
 use serde_json::Value;
 
@@ -55,6 +57,10 @@ pub(crate) struct Node<'s> {
     /// What the place held before its first change, when it is saved
     /// (`Some(None)`: it was absent). Nothing below a saved place is kept.
     pub(crate) saved: Option<Option<Value>>,
+    /// For a list that elements were added to at its end (and none taken
+    /// away before that): how many it held before. The places below are
+    /// among those.
+    pub(crate) kept: Option<u32>,
     /// The places below on the way to saved ones, sorted by step: fields
     /// in the object's key order, which the patch follows.
     pub(crate) below: Vec<(At<'s>, Node<'s>)>,
@@ -130,13 +136,29 @@ impl<'s> Originals<'s> {
         }
     }
 
+    /// Notes that elements are about to be added at the end of `list`, the
+    /// list at `path`: the places before them stay where they are, so only
+    /// its length is kept (the list is saved whole when that cannot be).
+    pub(crate) fn save_grown(&mut self, path: &[At<'s>], list: &[Value]) {
+        let Some(node) = self.node_at(path) else {
+            return;
+        };
+        if node.saved.is_some() || node.kept.is_some() {
+            return;
+        }
+        match u32::try_from(list.len()) {
+            Ok(len) => node.kept = Some(len),
+            Err(_) => node.save(|| Some(Value::Array(list.to_vec()))),
+        }
+    }
+
     /// The node of `path`, added on the way when missing; `None` inside a
     /// saved place.
     #[inline(always)]
     fn node_at(&mut self, path: &[At<'s>]) -> Option<&mut Node<'s>> {
         let mut node = &mut self.root;
         for at in path {
-            if node.saved.is_some() {
+            if node.saved.is_some() || node.added(at) {
                 return None;
             }
             node = node.place(at)?;
@@ -181,6 +203,15 @@ impl<'s> Node<'s> {
         }
     }
 
+    /// Whether `at` is an element added to this list (nothing to save).
+    #[inline(always)]
+    fn added(&self, at: &At<'_>) -> bool {
+        match (self.kept, at) {
+            (Some(kept), At::Index(index)) => *index >= kept as usize,
+            _ => false,
+        }
+    }
+
     /// The place `at` below this one, added when missing.
     #[inline(always)]
     fn place(&mut self, at: &At<'s>) -> Option<&mut Node<'s>> {
@@ -204,6 +235,7 @@ impl<'s> Node<'s> {
         let mut value = original();
         let below = std::mem::take(&mut self.below);
         if let Some(value) = &mut value {
+            truncate(value, self.kept.take());
             fold(value, below);
         }
         self.saved = Some(value);
@@ -216,6 +248,12 @@ impl Node<'_> {
     fn unchanged(&self, current: Option<&Value>) -> bool {
         match &self.saved {
             Some(original) => original.as_ref() == current,
+            None if self.kept.is_some_and(|kept| {
+                current.and_then(Value::as_array).map(Vec::len) != Some(kept as usize)
+            }) =>
+            {
+                false
+            }
             None => self.below.iter().all(|(at, node)| {
                 current.is_some_and(|current| node.unchanged(step(current, *at)))
             }),
@@ -231,10 +269,19 @@ fn fold(value: &mut Value, below: Vec<(At<'_>, Node<'_>)>) {
             Some(original) => put(value, at, original),
             None => {
                 if let Some(next) = step_mut(value, at) {
+                    truncate(next, node.kept);
                     fold(next, node.below);
                 }
             }
         }
+    }
+}
+
+/// Takes away the elements added to the list `value` after the `kept` it
+/// held.
+fn truncate(value: &mut Value, kept: Option<u32>) {
+    if let (Some(kept), Value::Array(list)) = (kept, value) {
+        list.truncate(kept as usize);
     }
 }
 

@@ -68,6 +68,15 @@ fn diff_places(node: &Node<'_>, current: &Value, pointer: &mut Pointer, patch: &
             (Some(None), None) | (None, None) => {}
         }
     }
+    // A list's elements added after those it kept come after its changed
+    // ones, as `diff_lists` adds them.
+    if let (Some(kept), Value::Array(list)) = (node.kept, current) {
+        for (index, value) in list.iter().enumerate().skip(kept as usize) {
+            pointer.push_back(index);
+            patch.add(pointer, value);
+            pointer.pop_back();
+        }
+    }
     // ...then removed ones (rare), in key order too.
     if removed {
         for (at, below) in &node.below {

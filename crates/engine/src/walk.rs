@@ -404,7 +404,7 @@ impl<'s> Trail<'s, '_> {
             .save_field(&self.path, name, map.len(), whole, original);
     }
 
-    /// Saves the list at the trail, before an element is added or removed.
+    /// Saves the list at the trail, before elements are removed.
     fn save_list(&mut self, list: &[Value]) {
         self.save(None, || Some(Value::Array(list.to_vec())));
     }
@@ -574,7 +574,7 @@ impl<'a> Walk<'a, '_> {
                     let before = changed.len();
                     if self.step(&mut next, depth + 1, frame, changed, None)? {
                         if let Some(trail) = trail {
-                            trail.save_list(list);
+                            trail.originals.save_grown(&trail.path, list);
                         }
                         list.push(next);
                         mutated = true;
@@ -653,7 +653,7 @@ impl<'a> Walk<'a, '_> {
             return Ok(None);
         }
         if let Some(trail) = trail {
-            trail.save_list(list);
+            trail.originals.save_grown(&trail.path, list);
         }
         list.push(Value::Object(element.clone()));
         Ok(Some(true))

@@ -87,7 +87,7 @@ fn get_mut<'v>(value: &'v mut Value, path: &[At<'_>]) -> &'v mut Value {
 
 /// Makes `edit` in `object`, saving first as the walk does: a field set or
 /// removed saves the field, an element replaced saves the element, an
-/// element added or removed saves the list.
+/// element removed saves the list, an element added keeps its length.
 fn apply(object: &mut Value, edit: &Edit, originals: &mut Originals<'static>) {
     let mut path = place(object, &edit.choices);
     let at = get_mut(object, &path);
@@ -110,7 +110,7 @@ fn apply(object: &mut Value, edit: &Edit, originals: &mut Originals<'static>) {
         }
         Value::Array(list) => match edit.action {
             0 => {
-                originals.save(&path, || Some(Value::Array(list.clone())));
+                originals.save_grown(&path, list);
                 list.push(edit.value.clone());
             }
             1 if !list.is_empty() => {
