@@ -13,20 +13,7 @@ use sartor_engine::{Admission, Request, System};
 use serde_json::{Value, json};
 
 use common::{apply_to, mutator};
-
-/// With `SARTOR_BENCH_DUMP=dir`, writes what sartor makes of a shape to
-/// `dir/name.json`, so `benches/gatekeeper/compare.sh` can check that
-/// Gatekeeper, driven with the same shape, ends with the same object.
-fn dump(name: &str, system: &System, object: &Value) {
-    if let Some(dir) = std::env::var_os("SARTOR_BENCH_DUMP") {
-        let mut object = object.clone();
-        system
-            .mutate(&Admission::new(&object), &mut object)
-            .unwrap();
-        let path = std::path::Path::new(&dir).join(format!("{name}.json"));
-        std::fs::write(path, serde_json::to_vec(&object).unwrap()).unwrap();
-    }
-}
+use shapes::dump;
 
 /// Mutates a copy of `object`, made in the timed loop as the engine made
 /// one before it mutated in place (the figures stay comparable).
@@ -41,7 +28,7 @@ fn pod_through_many(c: &mut Criterion) {
     for total in [10usize, 100, 1_000, 10_000] {
         let (system, pod) = shapes::pod_through(total);
         let admission = Admission::new(&pod);
-        dump(&format!("pod-{total}"), &system, &pod);
+        dump(&format!("pod-{total}"), &system, &admission, &pod);
         group.bench_function(BenchmarkId::from_parameter(total), |b| {
             b.iter(|| mutate_copy(&system, &admission, &pod))
         });
@@ -54,7 +41,7 @@ fn configmap_through_many(c: &mut Criterion) {
     for n in [1usize, 10, 100, 1_000] {
         let (system, configmap) = shapes::configmap_through(n);
         let admission = Admission::new(&configmap);
-        dump(&format!("configmap-{n}"), &system, &configmap);
+        dump(&format!("configmap-{n}"), &system, &admission, &configmap);
         group.bench_function(BenchmarkId::from_parameter(n), |b| {
             b.iter(|| mutate_copy(&system, &admission, &configmap))
         });
@@ -77,7 +64,7 @@ fn load_sets(c: &mut Criterion) {
         let (system, pod) = shapes::load_set(dir, set);
         let pod = &pod;
         let admission = Admission::new(pod);
-        dump(&format!("load-{set}"), &system, pod);
+        dump(&format!("load-{set}"), &system, &admission, pod);
         group.bench_function(BenchmarkId::from_parameter(set), |b| {
             b.iter(|| mutate_copy(&system, &admission, pod))
         });

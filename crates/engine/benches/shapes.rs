@@ -1,6 +1,11 @@
 //! The shapes the scale bench times and `crates/engine/perf/guard` counts
 //! instructions of (through `examples/instructions.rs`): one definition, so
-//! the guard watches exactly what the bench measures.
+//! the guard watches exactly what the bench measures. Also the shapes of the
+//! system benchmarks Gatekeeper's performance branch adds, which the
+//! gatekeeper bench times (`gatekeeper/go/shapes/system_shapes_test.go`
+//! copies those benchmarks, to run them against Gatekeeper v3.23.1 too), and
+//! [`dump`], with which `gatekeeper/compare.sh` checks that sartor and
+//! Gatekeeper make the same objects.
 
 #![allow(
     dead_code,
@@ -9,10 +14,11 @@
     clippy::indexing_slicing
 )]
 
+use std::collections::HashMap;
 use std::path::Path;
 
 use sartor_api::{Input, load_mutators};
-use sartor_engine::{Mutator, System};
+use sartor_engine::{Admission, Mutator, System};
 use serde_json::{Map, Value, json};
 
 use crate::common::{apply_to, mutator};
@@ -154,4 +160,160 @@ pub fn load_set(dir: &Path, set: &str) -> (System, Value) {
         system.upsert(Mutator::compile(&mutator.object).unwrap());
     }
     (system, pod)
+}
+
+/// With `SARTOR_BENCH_DUMP=dir`, writes what sartor makes of a shape (the
+/// object through `system`, admitted by `admission`) to `dir/name.json`, so
+/// `benches/gatekeeper/compare.sh` can check that Gatekeeper, driven with the
+/// same shape, ends with the same object.
+pub fn dump(name: &str, system: &System, admission: &Admission<'_>, object: &Value) {
+    if let Some(dir) = std::env::var_os("SARTOR_BENCH_DUMP") {
+        let mut object = object.clone();
+        system.mutate(admission, &mut object).unwrap();
+        let path = Path::new(&dir).join(format!("{name}.json"));
+        std::fs::write(path, serde_json::to_vec(&object).unwrap()).unwrap();
+    }
+}
+
+// --- Gatekeeper's performance branch -----------------------------------------
+// The system benchmarks that Gatekeeper's unreleased branch
+// agent/perf-bottleneck-followups (commit f04df15) adds to
+// pkg/mutation/system_benchmark_test.go, each built as there: Assigns of a
+// constant value at `spec.<field><i>`, for ConfigMaps (`applyTo` core `v1`
+// ConfigMap, they apply) or for Deployments (`apps/v1`, they never do), named
+// as there, through a ConfigMap `cm` in `default`.
+
+/// Gatekeeper's `benchmarkLargeObjectData`: `key<i>: value<i>`, `entries` of
+/// them.
+pub fn large_object_data(entries: usize) -> Map<String, Value> {
+    (0..entries)
+        .map(|i| (format!("key{i}"), json!(format!("value{i}"))))
+        .collect()
+}
+
+/// Gatekeeper's `benchmarkMutationObject`: the ConfigMap `cm` in `default`,
+/// with `data_entries` entries of [`large_object_data`] (no `data` at all
+/// for `None`) and, for `pre_mutated` > 0, what the first `pre_mutated`
+/// mutators of [`configmap_assigns`] set already there.
+pub fn gk_configmap(data_entries: Option<usize>, pre_mutated: usize) -> Value {
+    let mut object = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                            "metadata": {"name": "cm", "namespace": "default"}});
+    if let Some(entries) = data_entries {
+        object["data"] = Value::Object(large_object_data(entries));
+    }
+    if pre_mutated > 0 {
+        let spec: Map<String, Value> = (0..pre_mutated)
+            .map(|i| (format!("field{i}"), json!(format!("matched{i}"))))
+            .collect();
+        object["spec"] = Value::Object(spec);
+    }
+    object
+}
+
+/// `n` Assigns for `apps/v1` Deployments, which never apply to the
+/// ConfigMap: `<name><i>` sets `spec.<field><i>` to `""`.
+pub fn deployment_assigns(system: &mut System, name: &str, field: &str, n: usize) {
+    for i in 0..n {
+        system.upsert(mutator(
+            "Assign",
+            &format!("{name}{i}"),
+            json!({"applyTo": apply_to("apps", "v1", "Deployment"),
+                   "location": format!("spec.{field}{i}"),
+                   "parameters": {"assign": {"value": ""}}}),
+        ));
+    }
+}
+
+/// `n` Assigns for ConfigMaps: `<name><i>` sets `spec.field<i>` to
+/// `matched<i>`; with `selectors`, only on objects labelled `app: gatekeeper`
+/// in a Namespace labelled `env: prod`.
+pub fn configmap_assigns(system: &mut System, name: &str, n: usize, selectors: bool) {
+    for i in 0..n {
+        let mut spec = json!({"applyTo": apply_to("", "v1", "ConfigMap"),
+                              "location": format!("spec.field{i}"),
+                              "parameters": {"assign": {"value": format!("matched{i}")}}});
+        if selectors {
+            spec["match"] = json!({
+                "labelSelector": {"matchLabels": {"app": "gatekeeper"}},
+                "namespaceSelector": {"matchLabels": {"env": "prod"}},
+            });
+        }
+        system.upsert(mutator("Assign", &format!("{name}{i}"), spec));
+    }
+}
+
+/// The one Assign for ConfigMaps of `SkipsPlaceholderScan...` and
+/// `CandidateIndexScale`: `assign-matching` sets `spec.matched` to `matched`.
+fn assign_matching(system: &mut System) {
+    system.upsert(mutator(
+        "Assign",
+        "assign-matching",
+        json!({"applyTo": apply_to("", "v1", "ConfigMap"), "location": "spec.matched",
+               "parameters": {"assign": {"value": "matched"}}}),
+    ));
+}
+
+/// `BenchmarkSystem_MutateNonMatchingMutatorsLargeObject`: 100 Assigns for
+/// Deployments, a ConfigMap of 500 entries.
+pub fn non_matching_large_object() -> (System, Value) {
+    let mut system = System::new();
+    deployment_assigns(&mut system, "assign-", "field", 100);
+    (system, gk_configmap(Some(500), 0))
+}
+
+/// `BenchmarkSystem_MutateNonMatchingMutatorScale/<n>`: `n` Assigns for
+/// Deployments, a ConfigMap without data.
+pub fn non_matching_scale(n: usize) -> (System, Value) {
+    let mut system = System::new();
+    deployment_assigns(&mut system, "assign-", "field", n);
+    (system, gk_configmap(None, 0))
+}
+
+/// `BenchmarkSystem_MutateMatchingMutatorsLargeObject/matching-<n>/data-<data>/...`:
+/// `n` Assigns that apply, a ConfigMap of `data` entries; `already_mutated`:
+/// with what they set already there.
+pub fn matching_large_object(n: usize, data: usize, already_mutated: bool) -> (System, Value) {
+    let mut system = System::new();
+    configmap_assigns(&mut system, "assign-matching-", n, false);
+    let pre_mutated = if already_mutated { n } else { 0 };
+    (system, gk_configmap(Some(data), pre_mutated))
+}
+
+/// `BenchmarkSystem_MutateSkipsPlaceholderScanWithoutTerminatingMutators/data-<data>`:
+/// one Assign of a constant (no external data), a ConfigMap of `data`
+/// entries.
+pub fn placeholder_scan(data: usize) -> (System, Value) {
+    let mut system = System::new();
+    assign_matching(&mut system);
+    (system, gk_configmap(Some(data), 0))
+}
+
+/// `BenchmarkSystem_MutateSelectorMatchingScale/matching-<n>`: `n` Assigns
+/// with a label and a namespace selector, all matching, through a ConfigMap
+/// of 10 entries labelled `app: gatekeeper` that already has what they set,
+/// in `default`, labelled `env: prod` (the Namespace, by name).
+pub fn selector_matching(n: usize) -> (System, Value, HashMap<String, Value>) {
+    let mut system = System::new();
+    configmap_assigns(&mut system, "assign-selector-", n, true);
+    let mut object = gk_configmap(Some(10), n);
+    object["metadata"]["labels"] = json!({"app": "gatekeeper"});
+    let namespace = json!({"apiVersion": "v1", "kind": "Namespace",
+                           "metadata": {"name": "default", "labels": {"env": "prod"}}});
+    let namespaces = HashMap::from([("default".to_string(), namespace)]);
+    (system, object, namespaces)
+}
+
+/// `BenchmarkSystem_MutateCandidateIndexScale/matching-1/nonmatching-<n>`:
+/// `assign-matching` and `n` Assigns for Deployments, a ConfigMap without
+/// data.
+pub fn candidate_index(nonmatching: usize) -> (System, Value) {
+    let mut system = System::new();
+    assign_matching(&mut system);
+    deployment_assigns(
+        &mut system,
+        "assign-nonmatching-",
+        "nonmatching",
+        nonmatching,
+    );
+    (system, gk_configmap(None, 0))
 }

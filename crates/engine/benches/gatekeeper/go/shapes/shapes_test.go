@@ -352,4 +352,5 @@ func TestDumpResults(t *testing.T) {
 			write("load-"+set, pod)
 		}
 	}
+	dumpSystemShapes(t, write)
 }
