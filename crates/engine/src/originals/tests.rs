@@ -85,6 +85,21 @@ fn get_mut<'v>(value: &'v mut Value, path: &[At<'_>]) -> &'v mut Value {
     })
 }
 
+/// What the originals must answer of `object`, mutated from `admitted`:
+/// json_patch's patch, the admitted object restored, and unchanged only
+/// for the admitted object.
+fn assert_answers(originals: &Originals<'_>, object: &Value, admitted: &Value) {
+    assert_eq!(
+        patch::between(originals, object).operations().unwrap(),
+        json_patch::diff(admitted, object)
+    );
+    let mut restored = object.clone();
+    originals.restore(&mut restored);
+    assert_eq!(&restored, admitted);
+    assert!(!originals.unchanged(object));
+    assert!(originals.unchanged(admitted));
+}
+
 /// Makes `edit` in `object`, saving first as the walk does: a field set or
 /// removed saves the field, an element replaced saves the element, an
 /// element removed saves the list, an element added keeps its length.
@@ -171,11 +186,7 @@ fn a_save_around_earlier_ones_folds_them_in() {
     assert!(saved.below.is_empty());
     // Inside a saved place: nothing more is saved.
     originals.save(&[At::Field("a"), At::Field("b")], || panic!("not read"));
-    let mut restored = object.clone();
-    originals.restore(&mut restored);
-    assert_eq!(restored, admitted);
-    assert!(!originals.unchanged(&object));
-    assert!(originals.unchanged(&admitted));
+    assert_answers(&originals, &object, &admitted);
 }
 
 #[test]
@@ -229,14 +240,7 @@ fn places_past_the_bisect_threshold_are_found_and_kept_in_order() {
     sorted.sort();
     sorted.dedup();
     assert_eq!((below.len(), &order), (3 * BISECT_PAST, &sorted));
-    assert_eq!(
-        patch::between(&originals, &object).operations().unwrap(),
-        json_patch::diff(&admitted, &object)
-    );
-    let mut restored = object.clone();
-    originals.restore(&mut restored);
-    assert_eq!(restored, admitted);
-    assert!(!originals.unchanged(&object));
+    assert_answers(&originals, &object, &admitted);
 }
 
 #[test]
@@ -272,15 +276,7 @@ fn many_fields_saved_below_a_map_save_it_whole() {
         originals.root().below[0].1.saved,
         Some(Some(admitted["data"].clone()))
     );
-    assert_eq!(
-        patch::between(&originals, &object).operations().unwrap(),
-        json_patch::diff(&admitted, &object)
-    );
-    let mut restored = object.clone();
-    originals.restore(&mut restored);
-    assert_eq!(restored, admitted);
-    assert!(!originals.unchanged(&object));
-    assert!(originals.unchanged(&admitted));
+    assert_answers(&originals, &object, &admitted);
 }
 
 #[test]
@@ -301,7 +297,5 @@ fn fields_saved_below_a_large_map_stay_apart() {
     }
     let data = &originals.root().below[0].1;
     assert_eq!((data.saved.is_none(), data.below.len()), (true, 400));
-    let mut restored = object.clone();
-    originals.restore(&mut restored);
-    assert_eq!(restored, admitted);
+    assert_answers(&originals, &object, &admitted);
 }
