@@ -14,7 +14,7 @@ use super::{
 use crate::external::ExternalSource;
 use crate::matching::{metadata_str, namespace_of};
 use crate::request::Request;
-use crate::walk::{SetError, Setter, value_equals};
+use crate::walk::{Replaced, SetError, Setter, value_equals};
 use sartor_api::MutatorKind;
 use sartor_location::KeyValue;
 
@@ -230,6 +230,19 @@ impl Setter for RemoveSetter {
         Ok(object.remove(key).is_some())
     }
 
+    fn replace_value(
+        &self,
+        object: &mut Map<String, Value>,
+        key: &str,
+    ) -> Option<Result<Replaced, SetError>> {
+        Some(Ok(match object.remove(key) {
+            Some(before) => Replaced::Changed {
+                before: Some(before),
+            },
+            None => Replaced::Unchanged,
+        }))
+    }
+
     fn removes(&self) -> bool {
         true
     }
@@ -237,8 +250,9 @@ impl Setter for RemoveSetter {
 
 // === impl AssignSetter ===
 
-impl Setter for AssignSetter<'_> {
-    fn set_value(&self, object: &mut Map<String, Value>, key: &str) -> Result<bool, SetError> {
+impl AssignSetter<'_> {
+    /// Sets `key` to the value, handing back what it replaced.
+    fn replace(&self, object: &mut Map<String, Value>, key: &str) -> Replaced {
         // One search of the map, for the price of the key's copy when the
         // field is there already. A CREATE's first pass mostly adds (one
         // search fewer: 8k instructions of a heavy request); an UPDATE of an
@@ -246,16 +260,31 @@ impl Setter for AssignSetter<'_> {
         match object.entry(key) {
             serde_json::map::Entry::Occupied(mut existing) => {
                 if existing.get() == self.0 {
-                    return Ok(false);
+                    return Replaced::Unchanged;
                 }
-                existing.insert(self.0.clone());
-                Ok(true)
+                Replaced::Changed {
+                    before: Some(existing.insert(self.0.clone())),
+                }
             }
             serde_json::map::Entry::Vacant(vacant) => {
                 vacant.insert(self.0.clone());
-                Ok(true)
+                Replaced::Changed { before: None }
             }
         }
+    }
+}
+
+impl Setter for AssignSetter<'_> {
+    fn set_value(&self, object: &mut Map<String, Value>, key: &str) -> Result<bool, SetError> {
+        Ok(self.replace(object, key) != Replaced::Unchanged)
+    }
+
+    fn replace_value(
+        &self,
+        object: &mut Map<String, Value>,
+        key: &str,
+    ) -> Option<Result<Replaced, SetError>> {
+        Some(Ok(self.replace(object, key)))
     }
 
     fn keyed_list_value(&self) -> Result<&Map<String, Value>, SetError> {
