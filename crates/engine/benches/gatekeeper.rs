@@ -74,7 +74,7 @@ fn system_mutate(c: &mut Criterion) {
     // so the figure is System::mutate's alone and says whether the engine
     // slowed.
     let mut empty = Value::Object(serde_json::Map::new());
-    let admission = Admission::new(&empty);
+    let admission = Admission::new(&empty).without_paths();
     group.bench_function("empty object, no kind", |b| {
         b.iter(|| {
             system.mutate(&admission, black_box(&mut empty)).unwrap();
@@ -83,7 +83,7 @@ fn system_mutate(c: &mut Criterion) {
     // The same Assign actually applying: two passes, one change (on a copy
     // made in the loop, as the engine made one before it mutated in place).
     let pod = json!({"apiVersion": "v1", "kind": "Pod"});
-    let admission = Admission::new(&pod);
+    let admission = Admission::new(&pod).without_paths();
     group.bench_function("empty Pod, Assign applies", |b| {
         b.iter(|| {
             let mut pod = pod.clone();
@@ -187,7 +187,9 @@ impl Twin {
             namespaces,
             object_is,
         } = self;
-        let admission = Admission::new(&object).namespaces(&namespaces);
+        let admission = Admission::new(&object)
+            .namespaces(&namespaces)
+            .without_paths();
         shapes::dump(&dump, &system, &admission, &object);
         if let Object::InPlace = object_is {
             system.mutate(&admission, &mut object).unwrap();
@@ -239,7 +241,9 @@ fn time_twins(c: &mut Criterion, name: &str, twins: Vec<(String, Twin)>) {
 /// structs in Go (no `match`, `applyTo` replaced) and hand `Mutate` a
 /// `Mutable` with no Source and, but in the selector benchmark, no
 /// Namespace; sartor's twins compile the same specs from JSON and admit the
-/// object with `Admission::new`, a CREATE of an original object in its
+/// object as the webhook does, `Admission::new(..).without_paths()` (no
+/// change records its path; Gatekeeper records none), a CREATE of an
+/// original object in its
 /// `metadata.namespace` (`default`), which only the selector mutators read:
 /// their Namespace is looked up by name.
 fn system_perf_branch(c: &mut Criterion) {

@@ -2,6 +2,10 @@
 //! Run: `cargo bench -p sartor-engine --bench scale` (and, for the load
 //! test's sets, `python3 crates/webhook/load/make-load.py DIR` first, then
 //! the bench with `SARTOR_LOAD_DIR=DIR`).
+//!
+//! Objects are admitted as the webhook admits them: without change paths
+//! (`Admission::without_paths`: the webhook reads none, and Gatekeeper
+//! records none).
 
 #![allow(clippy::panic, clippy::unwrap_used, clippy::indexing_slicing)]
 
@@ -33,7 +37,7 @@ fn pod_through_many(c: &mut Criterion) {
     let mut group = c.benchmark_group("pod through N mutators, 10 matching");
     for total in [10usize, 100, 1_000, 10_000] {
         let (system, pod) = shapes::pod_through(total);
-        let admission = Admission::new(&pod);
+        let admission = Admission::new(&pod).without_paths();
         dump(&format!("pod-{total}"), &system, &admission, &pod);
         group.bench_function(BenchmarkId::from_parameter(total), |b| {
             time_mutate(b, &system, &admission, &pod)
@@ -46,7 +50,7 @@ fn configmap_through_many(c: &mut Criterion) {
     let mut group = c.benchmark_group("configmap with 500 entries, N matching Assigns");
     for n in [1usize, 10, 100, 1_000] {
         let (system, configmap) = shapes::configmap_through(n);
-        let admission = Admission::new(&configmap);
+        let admission = Admission::new(&configmap).without_paths();
         dump(&format!("configmap-{n}"), &system, &admission, &configmap);
         group.bench_function(BenchmarkId::from_parameter(n), |b| {
             time_mutate(b, &system, &admission, &configmap)
@@ -69,7 +73,7 @@ fn load_sets(c: &mut Criterion) {
     for set in ["typical", "heavy"] {
         let (system, pod) = shapes::load_set(dir, set);
         let pod = &pod;
-        let admission = Admission::new(pod);
+        let admission = Admission::new(pod).without_paths();
         dump(&format!("load-{set}"), &system, &admission, pod);
         group.bench_function(BenchmarkId::from_parameter(set), |b| {
             time_mutate(b, &system, &admission, pod)
