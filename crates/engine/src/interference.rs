@@ -1,21 +1,25 @@
-//! Which mutators a second pass can leave out.
+//! Which mutators a pass after the first can leave out.
 //!
 //! Most objects converge in two passes: the first changes them, the second
 //! changes nothing and so shows they converged. A mutator X changes nothing
-//! in the second pass when
+//! in a pass after the first when
 //!
 //! - it is idempotent ([`Mutator::idempotent`]): applied again to what it
 //!   left, with what it reads unchanged, it changes nothing;
-//! - no mutator that changed the object *after* X in the first pass may have
-//!   written anything X reads (what came before, X already saw);
-//! - nothing has changed the object yet in the second pass.
+//! - no mutator that changed the object *after* X in the pass before may
+//!   have written anything X reads (what came before, X already saw; or, if
+//!   X was skipped there, nothing came before it);
+//! - nothing has changed the object yet in this pass.
+//!
+//! A sidecar added in pass 1 makes pass 2 change it, and pass 3 then skips
+//! what the sidecar's changes cannot reach.
 //!
 //! What X reads is known without an object: the places along its location
 //! (their values, and which elements a list it globs over holds), whether
 //! what its pathTests name exists, and the labels and identity its `match`
 //! reads. So "a write by W may change what X reads" is worked out once for a
 //! kind's candidates, a bit per pair, and a mutation only intersects X's row
-//! with the candidates that changed its object in the first pass.
+//! with the candidates that changed its object in the pass before.
 //!
 //! The relation errs towards "may": a false "may" costs running a mutator, a
 //! false "may not" would skip a change Gatekeeper makes.
@@ -31,8 +35,8 @@
 //! ```text
 //!  candidates of a kind ──(once)──▶ Interference: for each idempotent X,
 //!                                   the later W whose writes may reach X
-//!  pass 1 ──▶ writers (positions that changed the object)
-//!  pass 2 ──▶ X skipped while nothing changed and none of X's W wrote
+//!  pass n ──▶ writers (positions that changed the object)
+//!  pass n+1 ──▶ X skipped while nothing changed and none of X's W wrote
 //! ```
 
 use std::ops::Range;
@@ -48,7 +52,7 @@ use crate::mutator::{Effect, Mutator};
 /// in the candidates, times this).
 pub(crate) const LISTED_AT_MOST: usize = 512;
 
-/// The candidates that changed the object in the first pass, by position:
+/// The candidates that changed the object in a pass, by position:
 /// the first [`INLINE`] words inline, so a mutation of a kind with few
 /// candidates allocates nothing for them.
 #[derive(Debug, Clone, Default)]
@@ -60,7 +64,7 @@ pub(crate) struct Writers {
 
 const INLINE: usize = 8;
 
-/// For a kind's candidates, in order: which of them a second pass skips,
+/// For a kind's candidates, in order: which of them a later pass skips,
 /// given which changed the object in the first.
 #[derive(Debug, Clone)]
 pub(crate) struct Interference {
@@ -69,7 +73,7 @@ pub(crate) struct Interference {
     disturbers: Vec<u32>,
 }
 
-/// What a second pass needs to know of one candidate.
+/// What a later pass needs to know of one candidate.
 #[derive(Debug, Clone, Copy)]
 enum Reader {
     /// Not idempotent: it always runs.
@@ -185,9 +189,9 @@ impl Interference {
         }
     }
 
-    /// Whether the candidate at `position` changes nothing in a second pass
-    /// in which nothing has changed yet, when `writers` changed the object in
-    /// the first.
+    /// Whether the candidate at `position` changes nothing in a pass in
+    /// which nothing has changed yet, when `writers` changed the object in
+    /// the pass before.
     pub(crate) fn skips(&self, position: usize, writers: &Writers) -> bool {
         match self.readers.get(position) {
             None | Some(Reader::Runs) => false,

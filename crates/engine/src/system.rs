@@ -56,7 +56,7 @@ pub struct System {
     annotate: bool,
 }
 
-/// The candidates of a kind, in order, with which of them a second pass may
+/// The candidates of a kind, in order, with which of them a later pass may
 /// skip and which share a `match` (each worked out when first asked,
 /// forgotten on every change).
 #[derive(Debug, Clone, Default)]
@@ -585,21 +585,19 @@ impl System {
         // read every time.
         let shared = index.shared_matches();
         let mut matched: Vec<Option<bool>> = vec![None; index.len()];
-        // The candidates that changed the object in pass 1: pass 2 skips
-        // those none of them can have disturbed, while it changes nothing
-        // (see `interference`). Not with external data, whose placeholders
-        // are settled after convergence.
+        // The candidates that changed the object in the pass before: a pass
+        // skips those none of them can have disturbed, while it changes
+        // nothing (see `interference`). Not with external data, whose
+        // placeholders are settled after convergence.
         let mut writers = Writers::default();
+        let mut writing = Writers::default();
         // About one change per candidate, most of them in pass 1.
         mutation.changes.reserve(candidates.len());
         let max_passes = self.mutators.len() + 1;
         for pass in 1..=max_passes {
             mutation.passes = pass;
             let first_change = mutation.changes.len();
-            let interference = match pass {
-                2 if !external => Some(index.interference()),
-                _ => None,
-            };
+            let interference = (pass > 1 && !external).then(|| index.interference());
             for (position, candidate) in candidates {
                 if let Some(interference) = interference
                     && mutation.changes.len() == first_change
@@ -631,8 +629,8 @@ impl System {
                     }
                 }
                 let new = mutation.changes.get(before..).unwrap_or_default();
-                if pass == 1 && !new.is_empty() {
-                    writers.insert(*position);
+                if !new.is_empty() {
+                    writing.insert(*position);
                 }
                 match new.iter().map(Change::match_input).max() {
                     Some(MatchInput::Identity) => matched.fill(None),
@@ -646,6 +644,7 @@ impl System {
                     Some(MatchInput::Untouched) | None => {}
                 }
             }
+            writers = std::mem::take(&mut writing);
             let changes = mutation.changes.get(first_change..).unwrap_or_default();
             let mut replay = |start: &mut Value, passes: usize| run.replay(start, passes);
             if convergence.converged(pass, changes, object, originals, &mut replay)? {
@@ -847,7 +846,7 @@ impl Index {
         self.candidates.len()
     }
 
-    /// Which candidates a second pass may skip.
+    /// Which candidates a pass after the first may skip.
     fn interference(&self) -> &Interference {
         self.interference
             .get_or_init(|| Interference::of(self.candidates.values().map(|c| &*c.mutator)))
