@@ -65,7 +65,7 @@ pub(crate) struct Writers {
 const INLINE: usize = 8;
 
 /// For a kind's candidates, in order: which of them a later pass skips,
-/// given which changed the object in the first.
+/// given which changed the object in the pass before.
 #[derive(Debug, Clone)]
 pub(crate) struct Interference {
     readers: Vec<Reader>,
