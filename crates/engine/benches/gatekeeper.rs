@@ -243,9 +243,8 @@ fn time_twins(c: &mut Criterion, name: &str, twins: Vec<(String, Twin)>) {
 /// Namespace; sartor's twins compile the same specs from JSON and admit the
 /// object as the webhook does, `Admission::new(..).without_paths()` (no
 /// change records its path; Gatekeeper records none), a CREATE of an
-/// original object in its
-/// `metadata.namespace` (`default`), which only the selector mutators read:
-/// their Namespace is looked up by name.
+/// original object in its `metadata.namespace` (`default`), which only the
+/// selector mutators read: their Namespace is looked up by name.
 fn system_perf_branch(c: &mut Criterion) {
     // 100 Assigns for Deployments, a ConfigMap of 500 entries: no candidate.
     // Gatekeeper's benchmark has no sub-benchmarks: neither has this one.

@@ -158,7 +158,7 @@ fn extensions(c: &mut Criterion) {
         group.bench_function(label, |b| {
             b.iter_batched(
                 || pod.clone(),
-                |mut pod| m.apply(&mut pod, &request).map(|walked| walked.applied),
+                |mut pod| m.apply(&mut pod, &request),
                 BatchSize::SmallInput,
             )
         });

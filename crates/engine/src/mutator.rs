@@ -25,7 +25,7 @@ use crate::image::ImageError;
 use crate::matching::{MatchCompileError, MatchError, Matcher};
 use crate::originals::Originals;
 use crate::request::{Gvk, Operation, Request};
-use crate::walk::{self, WalkError, Walked};
+use crate::walk::{self, Changed, WalkError};
 
 /// Identifies a mutator: its kind and name. Orders the way Gatekeeper orders
 /// mutators (kind, then name byte-wise); sartor's group and Gatekeeper's are one.
@@ -669,38 +669,47 @@ impl Mutator {
         }
     }
 
-    /// Applies it to `object` (matching is the caller's business).
+    /// Applies it to `object` (matching is the caller's business): whether
+    /// its setter ran (Gatekeeper's `Mutate`'s "mutated"; the value may be
+    /// what was there). Records no change: [`System::mutate`](crate::System::mutate)
+    /// says what changed.
     ///
     /// # Errors
     /// [`WalkError`] when the object does not fit the location.
-    pub fn apply(&self, object: &mut Value, request: &Request<'_>) -> Result<Walked, WalkError> {
+    pub fn apply(&self, object: &mut Value, request: &Request<'_>) -> Result<bool, WalkError> {
         self.walk(object, request, None)
     }
 
     /// [`Mutator::apply`], saving in `originals` what each place held before
-    /// it first changed; without `pin`, its changes leave out the elements
-    /// its globs visited.
+    /// it first changed, and putting in `changed` each place it changed;
+    /// without `pin`, those leave out the elements its globs visited.
     pub(crate) fn apply_saving<'s>(
         &'s self,
         object: &mut Value,
         request: &Request<'_>,
         originals: &mut Originals<'s>,
         pin: bool,
-    ) -> Result<Walked, WalkError> {
-        self.walk(object, request, Some((originals, pin)))
+        changed: &mut Vec<Changed>,
+    ) -> Result<bool, WalkError> {
+        self.walk(object, request, Some((originals, pin, changed)))
     }
 
     fn walk<'s>(
         &'s self,
         object: &mut Value,
         request: &Request<'_>,
-        saving: Option<(&mut Originals<'s>, bool)>,
-    ) -> Result<Walked, WalkError> {
+        saving: Option<(&mut Originals<'s>, bool, &mut Vec<Changed>)>,
+    ) -> Result<bool, WalkError> {
         let walk = |setter: &dyn walk::Setter, object: &mut Value| match saving {
-            Some((originals, pin)) => {
-                walk::mutate_saving(&self.location, &self.tests, setter, object, originals, pin)
-            }
-            None => walk::mutate(&self.location, &self.tests, setter, object),
+            Some((originals, pin, changed)) => walk::mutate_saving(
+                &self.location,
+                &self.tests,
+                setter,
+                object,
+                (originals, pin),
+                changed,
+            ),
+            None => walk::set(&self.location, &self.tests, setter, object),
         };
         match &self.action {
             Action::Assign(assign::ValueSource::Remove)
@@ -726,7 +735,7 @@ impl Mutator {
                 // No value (a Namespace without the label, and no default):
                 // nothing to do.
                 let Some(value) = source.value(object, request) else {
-                    return Ok(Walked::default());
+                    return Ok(false);
                 };
                 walk(&assign::AssignSetter(&value), object)
             }

@@ -49,6 +49,8 @@ pub(crate) enum At<'s> {
 #[derive(Debug, Default)]
 pub(crate) struct Originals<'s> {
     root: Node<'s>,
+    /// The path buffer walks borrow ([`Originals::lend_path`]).
+    path: Vec<At<'s>>,
 }
 
 /// A place on the path to saved places, or saved itself.
@@ -84,6 +86,18 @@ impl At<'_> {
 // === impl Originals ===
 
 impl<'s> Originals<'s> {
+    /// A buffer for a walk's path, to give back with
+    /// [`Originals::return_path`]: one allocation for every walk of a
+    /// mutation.
+    pub(crate) fn lend_path(&mut self) -> Vec<At<'s>> {
+        std::mem::take(&mut self.path)
+    }
+
+    /// Takes back the buffer [`Originals::lend_path`] lent.
+    pub(crate) fn return_path(&mut self, path: Vec<At<'s>>) {
+        self.path = path;
+    }
+
     /// Whether nothing was saved: nothing was changed.
     pub(crate) fn is_empty(&self) -> bool {
         self.root.saved.is_none() && self.root.below.is_empty()

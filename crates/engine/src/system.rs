@@ -30,7 +30,7 @@ use crate::patch::{self, Patch};
 use crate::request::{Admission, Gvk, Operation, Request};
 use crate::schema::{Binding, Entry, SchemaDb};
 use crate::targets::Targets;
-use crate::walk::{KeyReader, WalkError};
+use crate::walk::{Changed, KeyReader, WalkError};
 
 /// The annotation listing the mutators that changed an object, when enabled.
 pub const MUTATIONS_ANNOTATION: &str = "sartor.dev/mutations";
@@ -591,6 +591,8 @@ impl System {
         // placeholders are settled after convergence.
         let mut writers = Writers::default();
         let mut writing = Writers::default();
+        // Where each candidate's walk changed the object, one buffer for all.
+        let mut walked = Vec::new();
         // About one change per candidate, most of them in pass 1.
         mutation.changes.reserve(candidates.len());
         let max_passes = self.mutators.len() + 1;
@@ -613,13 +615,14 @@ impl System {
                     continue;
                 }
                 convergence.before_first_change(object);
-                let walked = run.apply(mutator, pass, object, originals)?;
+                walked.clear();
+                run.apply(mutator, pass, object, originals, &mut walked)?;
                 let before = mutation.changes.len();
-                if !walked.changed.is_empty() {
+                if !walked.is_empty() {
                     let keys = run
                         .pins(pass)
                         .then(|| KeyReader::new(&candidate.location, object));
-                    for changed in &walked.changed {
+                    for changed in &walked {
                         mutation.changes.push(Change {
                             pass,
                             mutator: Arc::clone(&candidate.id),
@@ -932,9 +935,10 @@ impl<'a> Run<'a> {
         pass: usize,
         object: &mut Value,
         originals: &mut Originals<'a>,
-    ) -> Result<crate::walk::Walked, MutateError> {
+        changed: &mut Vec<Changed>,
+    ) -> Result<bool, MutateError> {
         mutator
-            .apply_saving(object, self.request, originals, self.pins(pass))
+            .apply_saving(object, self.request, originals, self.pins(pass), changed)
             .map_err(|source| self.apply_failed(mutator, object, source))
     }
 

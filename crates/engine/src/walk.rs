@@ -339,35 +339,60 @@ pub fn mutate(
         location,
         tests,
         setter,
-        pin: true,
+        records: Records::Pinned,
     }
     .run(object, None)
 }
 
+/// [`mutate`] for a caller that reads no change: whether the setter ran
+/// (Gatekeeper's "mutated"), with nothing recorded.
+pub(crate) fn set(
+    location: &Path,
+    tests: &PathTests,
+    setter: &dyn Setter,
+    object: &mut Value,
+) -> Result<bool, WalkError> {
+    Walk {
+        location,
+        tests,
+        setter,
+        records: Records::Nothing,
+    }
+    .run(object, None)
+    .map(|walked| walked.applied)
+}
+
 /// [`mutate`], saving in `originals` what each place held before the walk
-/// first changed it. Without `pin`, each change it reports leaves out the
-/// elements its globs visited (a caller that reads no change's keys).
+/// first changed it, and putting each change in `changed` (a buffer the
+/// caller reuses) rather than a list of its own: whether the setter ran.
+/// Without `pin`, each change leaves out the elements its globs visited (a
+/// caller that reads no change's keys).
 pub(crate) fn mutate_saving<'s>(
     location: &'s Path,
     tests: &PathTests,
     setter: &dyn Setter,
     object: &mut Value,
-    originals: &mut Originals<'s>,
-    pin: bool,
-) -> Result<Walked, WalkError> {
-    Walk {
+    (originals, pin): (&mut Originals<'s>, bool),
+    changed: &mut Vec<Changed>,
+) -> Result<bool, WalkError> {
+    let walk = Walk {
         location,
         tests,
         setter,
-        pin,
-    }
-    .run(
-        object,
-        Some(&mut Trail {
-            path: Vec::with_capacity(location.len()),
-            originals,
-        }),
-    )
+        records: match pin {
+            true => Records::Pinned,
+            false => Records::Unpinned,
+        },
+    };
+    // The trail's path is the originals' own buffer, lent for the walk: a
+    // walk allocates nothing until it changes something.
+    let mut path = originals.lend_path();
+    path.clear();
+    let mut trail = Trail { path, originals };
+    let applied = walk.step(object, 0, None, changed, Some(&mut trail));
+    let Trail { path, originals } = trail;
+    originals.return_path(path);
+    applied
 }
 
 /// One walk: the location's names live for `'a`, what a saving walk saves
@@ -376,8 +401,18 @@ struct Walk<'a, 'w> {
     location: &'a Path,
     tests: &'w PathTests,
     setter: &'w dyn Setter,
-    /// Whether each change records the elements its globs visited.
-    pin: bool,
+    records: Records,
+}
+
+/// What a walk records of each change.
+#[derive(Debug, Clone, Copy)]
+enum Records {
+    /// The change, with the elements its globs visited.
+    Pinned,
+    /// The change alone.
+    Unpinned,
+    /// Nothing.
+    Nothing,
 }
 
 /// The list elements a glob (or exclusion) visit is inside, innermost first,
@@ -770,12 +805,12 @@ impl<'a> Walk<'a, '_> {
     }
 
     fn record(&self, frame: Option<&Frame<'_>>, changed: &mut Vec<Changed>) {
-        changed.push(Changed {
-            elements: match self.pin {
-                true => Frame::elements(frame),
-                false => Vec::new(),
-            },
-        });
+        let elements = match self.records {
+            Records::Pinned => Frame::elements(frame),
+            Records::Unpinned => Vec::new(),
+            Records::Nothing => return,
+        };
+        changed.push(Changed { elements });
     }
 
     /// What to create for the missing node at `depth`: `{}` or `[]` depending

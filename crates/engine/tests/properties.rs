@@ -413,7 +413,7 @@ fn gatekeeper_loop(system: &System, object: &mut Value, request: &Request<'_>) -
         let mut applied = false;
         for m in system.mutators().filter(|m| !system.is_conflicted(m.id())) {
             if m.matches(object, &gvk, request).ok()? {
-                applied |= m.apply(object, request).ok()?.applied;
+                applied |= m.apply(object, request).ok()?;
             }
         }
         if !applied || *object == before {
