@@ -1,8 +1,14 @@
-//! Builders shared by the benches: mutators from JSON specs.
+//! Builders shared by the benches: mutators from JSON specs. Every bench
+//! (and the instruction guard's example) allocates with mimalloc, the
+//! allocator the sartor binary ships with (crates/cli, feature
+//! `mimalloc`): the figures are the engine as it runs.
 
 use sartor_api::{Assign, AssignImage, AssignMetadata, ModifySet, MutatorObject};
 use sartor_engine::Mutator;
 use serde_json::{Value, json};
+
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Compiles a mutator of `kind` named `name`; `spec` is its whole spec.
 pub fn mutator(kind: &str, name: &str, spec: Value) -> Mutator {
