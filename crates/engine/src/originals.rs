@@ -22,7 +22,7 @@
 //! list only notes how many elements it kept ([`Originals::save_grown`]),
 //! and nothing is saved inside the added ones.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::walk::same_key;
 
@@ -118,19 +118,18 @@ impl<'s> Originals<'s> {
         }
     }
 
-    /// Saves the field `name` of the map at `path`, whose `entries` and
-    /// whole value (`map()`) are at hand, as [`Originals::save`] would. Once
-    /// the fields saved there are many and half the map's entries, the map
-    /// is saved whole instead: one copy of it costs less than keeping the
-    /// many saved fields sorted, the more so the more follow (a ConfigMap
-    /// through 1,000 Assigns).
+    /// Saves the field `name` of `map`, the map at `path`, as
+    /// [`Originals::save`] would; `original()` is what `name` held before
+    /// (`map` may hold its change already). Once the fields saved there are
+    /// many and half the map's entries, the map is saved whole instead: one
+    /// copy of it costs less than keeping the many saved fields sorted, the
+    /// more so the more follow (a ConfigMap through 1,000 Assigns).
     #[inline]
     pub(crate) fn save_field(
         &mut self,
         path: &[At<'s>],
         name: &'s str,
-        entries: usize,
-        map: impl FnOnce() -> Value,
+        map: &Map<String, Value>,
         original: impl FnOnce() -> Option<Value>,
     ) {
         let Some(node) = self.node_at(path) else {
@@ -140,13 +139,28 @@ impl<'s> Originals<'s> {
             return;
         }
         let field = At::Field(name);
-        let whole = node.below.len() >= WHOLE_FROM
-            && 2 * node.below.len() >= entries
-            && node.find(&field).is_err();
-        if whole {
-            node.save(|| Some(map()));
-        } else if let Some(field) = node.place(&field) {
-            field.save(original);
+        let whole = node.below.len() >= WHOLE_FROM && 2 * node.below.len() >= map.len();
+        match node.find(&field) {
+            Err(index) if whole => {
+                let this = Node {
+                    saved: Some(original()),
+                    ..Node::default()
+                };
+                node.below.insert(index, (field, this));
+                let below = std::mem::take(&mut node.below);
+                node.saved = Some(Some(Value::Object(original_map(map, below))));
+            }
+            Ok(index) => {
+                if let Some((_, field)) = node.below.get_mut(index) {
+                    field.save(original);
+                }
+            }
+            Err(index) => {
+                node.below.insert(index, (field, Node::default()));
+                if let Some((_, field)) = node.below.get_mut(index) {
+                    field.save(original);
+                }
+            }
         }
     }
 
@@ -257,6 +271,20 @@ impl<'s> Node<'s> {
 }
 
 impl Node<'_> {
+    /// What this place held as admitted, when it holds `current` now
+    /// (`None`: absent).
+    fn original(self, current: Option<&Value>) -> Option<Value> {
+        match self.saved {
+            Some(original) => original,
+            None => current.map(|current| {
+                let mut value = current.clone();
+                truncate(&mut value, self.kept);
+                fold(&mut value, self.below);
+                value
+            }),
+        }
+    }
+
     /// Whether the saved places at and below this one, which holds
     /// `current`, hold their originals.
     fn unchanged(&self, current: Option<&Value>) -> bool {
@@ -289,6 +317,54 @@ fn fold(value: &mut Value, below: Vec<(At<'_>, Node<'_>)>) {
             }
         }
     }
+}
+
+/// The map whose places below are `below` (sorted, as nodes keep them) and
+/// which holds `current` now: `current`'s entries, each saved one as it
+/// was. Both are in key order, so they are merged in one pass and the map
+/// built from sorted entries, without a search.
+fn original_map(
+    current: &Map<String, Value>,
+    below: Vec<(At<'_>, Node<'_>)>,
+) -> Map<String, Value> {
+    let mut entries: Vec<(String, Value)> = Vec::with_capacity(current.len() + below.len());
+    let mut now = current.iter().peekable();
+    let mut saved = below
+        .into_iter()
+        .filter_map(|(at, node)| match at {
+            At::Field(name) => Some((name, node)),
+            At::Index(_) => None,
+        })
+        .peekable();
+    loop {
+        let (key, value) = match (now.peek(), saved.peek()) {
+            (None, None) => break,
+            (Some((key, _)), Some((name, _))) if key.as_str() > *name => match saved.next() {
+                Some((name, node)) => (name.to_string(), node.original(None)),
+                None => break,
+            },
+            (None, Some(_)) => match saved.next() {
+                Some((name, node)) => (name.to_string(), node.original(None)),
+                None => break,
+            },
+            (Some((key, _)), Some((name, _))) if key.as_str() == *name => {
+                match (now.next(), saved.next()) {
+                    (Some((key, value)), Some((_, node))) => {
+                        (key.clone(), node.original(Some(value)))
+                    }
+                    _ => break,
+                }
+            }
+            (Some(_), _) => match now.next() {
+                Some((key, value)) => (key.clone(), Some(value.clone())),
+                None => break,
+            },
+        };
+        if let Some(value) = value {
+            entries.push((key, value));
+        }
+    }
+    entries.into_iter().collect()
 }
 
 /// Takes away the elements added to the list `value` after the `kept` it

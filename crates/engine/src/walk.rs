@@ -461,26 +461,13 @@ impl<'s> Trail<'s, '_> {
         name: &'s str,
         original: impl FnOnce() -> Option<Value>,
     ) {
-        let whole = || Value::Object(map.clone());
-        self.originals
-            .save_field(&self.path, name, map.len(), whole, original);
+        self.originals.save_field(&self.path, name, map, original);
     }
 
     /// Saves the field `name` of `map`, the place at the trail, after a
-    /// change: it held `before` (or `map` whole, with `before` put back).
+    /// change: it held `before`.
     fn save_replaced(&mut self, map: &Map<String, Value>, name: &'s str, before: Option<Value>) {
-        let before = std::cell::Cell::new(Some(before));
-        let whole = || {
-            let mut whole = map.clone();
-            match before.take().flatten() {
-                Some(value) => whole.insert(name.to_string(), value),
-                None => whole.remove(name),
-            };
-            Value::Object(whole)
-        };
-        let original = || before.take().flatten();
-        self.originals
-            .save_field(&self.path, name, map.len(), whole, original);
+        self.originals.save_field(&self.path, name, map, || before);
     }
 
     /// Saves the list at the trail, before elements are removed.

@@ -261,9 +261,8 @@ fn many_fields_saved_below_a_map_save_it_whole() {
     let mut saved_whole_after = None;
     for (count, name) in names.iter().chain(&names).enumerate() {
         let data = object["data"].as_object_mut().unwrap();
-        let whole = || Value::Object(data.clone());
         let original = || data.get(name.as_str()).cloned();
-        originals.save_field(&[At::Field("data")], name, data.len(), whole, original);
+        originals.save_field(&[At::Field("data")], name, data, original);
         data.insert(name.clone(), json!("1"));
         let (at, node) = &originals.root().below[0];
         assert_eq!(*at, At::Field("data"));
@@ -290,12 +289,46 @@ fn fields_saved_below_a_large_map_stay_apart() {
     let mut originals = Originals::default();
     for name in &names {
         let data = object["data"].as_object_mut().unwrap();
-        let whole = || Value::Object(data.clone());
         let original = || data.get(name.as_str()).cloned();
-        originals.save_field(&[At::Field("data")], name, data.len(), whole, original);
+        originals.save_field(&[At::Field("data")], name, data, original);
         data.insert(name.clone(), json!("1"));
     }
     let data = &originals.root().below[0].1;
     assert_eq!((data.saved.is_none(), data.below.len()), (true, 400));
+    assert_answers(&originals, &object, &admitted);
+}
+
+#[test]
+fn a_map_saved_whole_keeps_what_was_saved_below_it() {
+    // Saved before the map is: a place inside one entry, an entry removed,
+    // an entry added; then enough entries changed to save the map whole.
+    let admitted = json!({"data": (0..100)
+        .map(|i| (format!("key-{i:02}"), json!({"sub": "0", "other": i})))
+        .collect::<serde_json::Map<String, Value>>()});
+    let names: Vec<String> = (2..80).map(|i| format!("key-{i:02}")).collect();
+    let mut object = admitted.clone();
+    let mut originals = Originals::default();
+    originals.save(
+        &[At::Field("data"), At::Field("key-00"), At::Field("sub")],
+        || Some(json!("0")),
+    );
+    object["data"]["key-00"]["sub"] = json!("1");
+    {
+        let data = object["data"].as_object_mut().unwrap();
+        let original = || data.get("key-01").cloned();
+        originals.save_field(&[At::Field("data")], "key-01", data, original);
+        data.remove("key-01");
+        originals.save_field(&[At::Field("data")], "added", data, || None);
+        data.insert("added".into(), json!("new"));
+    }
+    for name in &names {
+        let data = object["data"].as_object_mut().unwrap();
+        let before = data.insert(name.clone(), json!("changed"));
+        originals.save_field(&[At::Field("data")], name, data, || before);
+    }
+    assert_eq!(
+        originals.root().below[0].1.saved,
+        Some(Some(admitted["data"].clone()))
+    );
     assert_answers(&originals, &object, &admitted);
 }
