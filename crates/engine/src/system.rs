@@ -90,6 +90,8 @@ struct Candidate {
     mutator: Arc<Mutator>,
     id: Arc<MutatorId>,
     location: Arc<Path>,
+    /// What a change at its location may change of what `match` reads.
+    writes: MatchInput,
 }
 
 impl Candidate {
@@ -106,6 +108,7 @@ impl Candidate {
             mutator: Arc::clone(mutator),
             id: Arc::clone(id),
             location: Arc::clone(location),
+            writes: matching::input_written(location),
         }
     }
 }
@@ -635,7 +638,8 @@ impl System {
                 if !new.is_empty() {
                     writing.insert(*position);
                 }
-                match new.iter().map(Change::match_input).max() {
+                // Every change of one candidate is at its location.
+                match (!new.is_empty()).then_some(candidate.writes) {
                     Some(MatchInput::Identity) => matched.fill(None),
                     Some(MatchInput::Labels) => {
                         for first in &shared.reading_labels {
@@ -1053,11 +1057,6 @@ impl Change {
                 )
             }
         })
-    }
-
-    /// What it may have changed of what `match` reads.
-    fn match_input(&self) -> MatchInput {
-        matching::input_written(&self.location)
     }
 }
 
