@@ -464,12 +464,6 @@ impl<'s> Trail<'s, '_> {
         self.originals.save_field(&self.path, name, map, original);
     }
 
-    /// Saves the field `name` of `map`, the place at the trail, after a
-    /// change: it held `before`.
-    fn save_replaced(&mut self, map: &Map<String, Value>, name: &'s str, before: Option<Value>) {
-        self.originals.save_field(&self.path, name, map, || before);
-    }
-
     /// Saves the list at the trail, before elements are removed.
     fn save_list(&mut self, list: &[Value]) {
         self.save(None, || Some(Value::Array(list.to_vec())));
@@ -546,31 +540,12 @@ impl<'a> Walk<'a, '_> {
                             return Ok(false);
                         }
                     }
-                    let set_error = |source| WalkError::Set {
-                        at: self.place(depth + 1),
-                        source,
-                    };
-                    let replaced = match trail.as_deref_mut() {
-                        Some(trail) => self.setter.replace_value(map, name).map(|replaced| {
-                            replaced.map(|replaced| match replaced {
-                                Replaced::Unchanged => false,
-                                Replaced::Changed { before } => {
-                                    trail.save_replaced(map, name, before);
-                                    true
-                                }
-                            })
-                        }),
-                        None => None,
-                    };
-                    let change = match replaced {
-                        Some(change) => change.map_err(set_error)?,
-                        None => {
-                            if let Some(trail) = trail.as_deref_mut() {
-                                trail.save_field(map, name, || map.get(name.as_str()).cloned());
-                            }
-                            self.setter.set_value(map, name).map_err(set_error)?
-                        }
-                    };
+                    let change =
+                        self.set_field(map, name, trail)
+                            .map_err(|source| WalkError::Set {
+                                at: self.place(depth + 1),
+                                source,
+                            })?;
                     if change {
                         self.record(frame, changed);
                     }
@@ -665,6 +640,32 @@ impl<'a> Walk<'a, '_> {
                     }
                 }
                 Ok(mutated)
+            }
+        }
+    }
+
+    /// The location ends at the field `name` of `map`: lets the setter set
+    /// it, saving on `trail` what it held, as the setter hands it back or,
+    /// from a setter that cannot, as copied first.
+    fn set_field(
+        &self,
+        map: &mut Map<String, Value>,
+        name: &'a str,
+        trail: Option<&mut Trail<'a, '_>>,
+    ) -> Result<bool, SetError> {
+        let Some(trail) = trail else {
+            return self.setter.set_value(map, name);
+        };
+        match self.setter.replace_value(map, name) {
+            Some(Ok(Replaced::Changed { before })) => {
+                trail.save_field(map, name, || before);
+                Ok(true)
+            }
+            Some(Ok(Replaced::Unchanged)) => Ok(false),
+            Some(Err(error)) => Err(error),
+            None => {
+                trail.save_field(map, name, || map.get(name).cloned());
+                self.setter.set_value(map, name)
             }
         }
     }
