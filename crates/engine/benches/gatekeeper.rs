@@ -60,13 +60,7 @@ fn per_kind(c: &mut Criterion, name: &str, kind: &str, parameters: &Value) {
 
 fn system_mutate(c: &mut Criterion) {
     let mut group = c.benchmark_group("System_Mutate");
-    let mut system = System::new();
-    system.upsert(mutator(
-        "Assign",
-        "bench",
-        json!({"applyTo": apply_to("", "v1", "Pod"), "location": "spec",
-               "parameters": {"assign": {"value": ""}}}),
-    ));
+    let system = shapes::assign_at_spec();
     // Gatekeeper's shape (system_benchmark_test.go): an empty object with no
     // kind, which its `applyTo: ["*"]` never matches either. Gatekeeper
     // v3.23.1 makes its object inside the timed loop; here the object and

@@ -104,6 +104,19 @@ pub fn matching_ten(system: &mut System) {
     }
 }
 
+/// Gatekeeper's System.Mutate shape: one Assign setting `spec` to `""` on
+/// v1 Pods.
+pub fn assign_at_spec() -> System {
+    let mut system = System::new();
+    system.upsert(mutator(
+        "Assign",
+        "bench",
+        json!({"applyTo": apply_to("", "v1", "Pod"), "location": "spec",
+               "parameters": {"assign": {"value": ""}}}),
+    ));
+    system
+}
+
 /// The 3-container Pod through `total` mutators: [`matching_ten`] and the
 /// rest for other kinds (100 CRDs), as in a cluster with many teams'
 /// mutators: none can ever apply to a Pod.

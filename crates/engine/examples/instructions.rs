@@ -77,16 +77,10 @@ fn shape(name: &str) -> (System, Value) {
     }
     match name {
         // Gatekeeper's System.Mutate shape, on a Pod: two passes, one change.
-        "assign-empty-pod" => {
-            let mut system = System::new();
-            system.upsert(mutator(
-                "Assign",
-                "guarded",
-                json!({"applyTo": apply_to("", "v1", "Pod"), "location": "spec",
-                       "parameters": {"assign": {"value": ""}}}),
-            ));
-            (system, json!({"apiVersion": "v1", "kind": "Pod"}))
-        }
+        "assign-empty-pod" => (
+            shapes::assign_at_spec(),
+            json!({"apiVersion": "v1", "kind": "Pod"}),
+        ),
         "assign-glob-3-containers" => one_for_pod(
             "Assign",
             "spec.containers[name: *].imagePullPolicy",
