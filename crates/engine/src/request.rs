@@ -50,6 +50,10 @@ pub struct Admission<'a> {
     /// their mutator and location; a caller that reads no paths saves a copy
     /// of a key per change.
     pub paths: bool,
+    /// Whether a changed object gets the `sartor.dev/mutations` annotation
+    /// naming the mutators that changed it (off by default, like
+    /// Gatekeeper's `--mutation-annotations`).
+    pub annotate: bool,
     /// The requesting user's name (`userInfo.username`), the key of
     /// externalData with `dataSource: Username`; `""` offline.
     pub username: &'a str,
@@ -166,6 +170,7 @@ impl<'a> Admission<'a> {
             namespaces: &NoNamespaces,
             patch: false,
             paths: true,
+            annotate: false,
             username: "",
             answers: &NoAnswers,
         }
@@ -232,6 +237,13 @@ impl<'a> Admission<'a> {
             patch: true,
             ..self
         }
+    }
+
+    /// The same admission, annotating a changed object with the mutators
+    /// that changed it ([`Admission::annotate`]).
+    #[must_use]
+    pub fn annotated(self, annotate: bool) -> Admission<'a> {
+        Admission { annotate, ..self }
     }
 
     /// The same admission, leaving the first pass's changes without the keys

@@ -53,7 +53,6 @@ pub struct System {
     condition_conflicts: BTreeMap<MutatorId, Vec<ConditionConflict>>,
     /// Every mutator in schema or condition conflict: skipped.
     conflicted: BTreeSet<MutatorId>,
-    annotate: bool,
 }
 
 /// The candidates of a kind, in order, with which of them a later pass may
@@ -258,12 +257,6 @@ impl System {
     /// An empty system.
     pub fn new() -> System {
         System::default()
-    }
-
-    /// Adds the `sartor.dev/mutations` annotation to every object it changes
-    /// (off by default, like Gatekeeper's `--mutation-annotations`).
-    pub fn set_annotate(&mut self, annotate: bool) {
-        self.annotate = annotate;
     }
 
     /// Adds or replaces a mutator. Returns the mutators this puts in schema
@@ -540,6 +533,7 @@ impl System {
             external,
             answers: admission.answers,
             paths: admission.paths,
+            annotate: admission.annotate,
         };
         let mut originals = Originals::default();
         let settled = self.settle(&run, object, &mut originals, &mut mutation);
@@ -675,7 +669,7 @@ impl System {
                         }
                     }
                 }
-                if self.annotate && !mutation.changes.is_empty() {
+                if run.annotate && !mutation.changes.is_empty() {
                     self.annotate_object(object, mutation, originals);
                 }
                 return Ok(());
@@ -827,6 +821,8 @@ struct Run<'a> {
     answers: &'a dyn external::ProviderAnswers,
     /// Whether pass 1's changes keep their keys ([`Admission::paths`]).
     paths: bool,
+    /// Whether a changed object is annotated ([`Admission::annotate`]).
+    annotate: bool,
 }
 
 // === impl Index ===

@@ -15,7 +15,20 @@ const LABEL_EVERYTHING: &str = "apiVersion: mutations.sartor.dev/v1\nkind: Assig
 /// `object` through `System::mutate` (with a patch asked for): the object as
 /// it comes out, and what happened.
 fn admit(system: &System, object: &Value, operation: Operation) -> (Value, Mutation) {
-    let admission = Admission::new(object).operation(operation).with_patch();
+    admit_annotated(system, object, operation, false)
+}
+
+/// [`admit`], asking for the `sartor.dev/mutations` annotation when `annotate`.
+fn admit_annotated(
+    system: &System,
+    object: &Value,
+    operation: Operation,
+    annotate: bool,
+) -> (Value, Mutation) {
+    let admission = Admission::new(object)
+        .operation(operation)
+        .with_patch()
+        .annotated(annotate);
     let mut out = object.clone();
     let mutation = system.mutate(&admission, &mut out).unwrap();
     (out, mutation)
@@ -71,9 +84,7 @@ fn webhook_configuration() -> Value {
 
 #[test]
 fn a_mutator_matching_everything_leaves_protected_objects_unchanged() {
-    let mut system = system(LABEL_EVERYTHING);
-    // Not annotated either: nothing is written to a protected object.
-    system.set_annotate(true);
+    let system = system(LABEL_EVERYTHING);
     let protected = [
         (constraint(), Protection::Gatekeeper),
         (provider(), Protection::Gatekeeper),
@@ -82,7 +93,8 @@ fn a_mutator_matching_everything_leaves_protected_objects_unchanged() {
     ];
     for operation in [Operation::Create, Operation::Update] {
         for (object, protection) in &protected {
-            let (out, mutation) = admit(&system, object, operation);
+            // Not annotated either: nothing is written to a protected object.
+            let (out, mutation) = admit_annotated(&system, object, operation, true);
             assert_eq!(out, *object, "{operation:?}");
             assert_eq!(
                 mutation,
