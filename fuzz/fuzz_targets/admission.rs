@@ -10,11 +10,13 @@
 #![no_main]
 
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use libfuzzer_sys::fuzz_target;
 use sartor_api::{mutators_from_documents, read_documents_from_str};
 use sartor_engine::{Mutator, System};
-use sartor_webhook::{Metrics, Reply, Settings, Snapshot, Unlabelled, Webhook};
+use sartor_state::{Snapshot, Unlabelled};
+use sartor_webhook::{Metrics, Providers, Reply, Settings, Webhook};
 use serde_json::Value;
 
 const MUTATORS: &[&str] = &[
@@ -49,12 +51,17 @@ fn harness() -> &'static Harness {
             }
         }
         assert!(system.len() >= 8, "the example mutators did not load");
+        let metrics = Arc::new(Metrics::new());
+        let providers = Arc::new(Providers::new(Duration::ZERO, metrics.clone()));
+        let (publisher, state) = sartor_state::channel(providers.clone());
         let webhook = Webhook::new(
             Settings::new("sartor-system", "sartor"),
+            state,
             Box::new(Unlabelled::default()),
-            Arc::new(Metrics::new()),
+            providers,
+            metrics,
         );
-        webhook.publish(Snapshot {
+        publisher.publish(Snapshot {
             system,
             errors: Vec::new(),
         });

@@ -16,7 +16,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use sartor_webhook::{Config, Limits, Server, TlsFiles, Webhook};
+use prometheus_client::registry::Registry;
+use sartor_controller::Feed;
+use sartor_state::Namespaces;
+use sartor_webhook::{Config, Limits, Metrics, Providers, Server, TlsFiles, Webhook};
 
 pub use self::args::ServeArgs;
 use crate::Exit;
@@ -40,6 +43,38 @@ async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
         cluster::serve(args).await
     } else {
         files::serve(args).await
+    }
+}
+
+/// The process's parts, wired: one metrics registry (the controller's
+/// metrics and the webhook's, rendered on the metrics port), the published
+/// state with the webhook's provider clients behind it, and the webhook
+/// reading that state. The source of mutators writes into the feed.
+struct Wired {
+    webhook: Arc<Webhook>,
+    feed: Feed,
+}
+
+fn wire(args: &ServeArgs, namespaces: Box<dyn Namespaces>) -> Wired {
+    let settings = args.settings();
+    let mut registry = Registry::with_prefix("sartor");
+    let metrics = Arc::new(sartor_controller::Metrics::new(&mut registry));
+    let webhook_metrics = Arc::new(Metrics::with_registry(registry));
+    let providers = Arc::new(Providers::new(
+        settings.provider_cache_ttl,
+        webhook_metrics.clone(),
+    ));
+    let (publisher, state) = sartor_state::channel(providers.clone());
+    let webhook = Arc::new(Webhook::new(
+        settings,
+        state,
+        namespaces,
+        providers,
+        webhook_metrics,
+    ));
+    Wired {
+        webhook,
+        feed: Feed::new(publisher, metrics),
     }
 }
 

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::self_signed::SelfSigned;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::admissionregistration::v1::{
     MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
@@ -22,7 +23,6 @@ use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa,
     Issuer, KeyPair, KeyUsagePurpose,
 };
-use sartor_webhook::SelfSigned;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use time::OffsetDateTime;
@@ -112,7 +112,7 @@ pub enum CertError {
     Generate(#[from] rcgen::Error),
     /// The files could not be written.
     #[error(transparent)]
-    Write(#[from] sartor_webhook::certs::CertError),
+    Write(#[from] crate::self_signed::CertError),
 }
 
 /// What one reconcile did to the Secret.

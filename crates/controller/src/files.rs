@@ -5,7 +5,7 @@
 //! ```text
 //!  paths ──size + mtime of every file──▶ changed? ──load_mutators + compile──▶ Compiled
 //!                                                        ├─ a problem: keep the last good set
-//!                                                        └─ none: Webhook::publish
+//!                                                        └─ none: Publisher::publish
 //! ```
 //!
 //! [`compile`] is also how the CLI's offline commands turn what they read
@@ -15,12 +15,13 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use sartor_api::{Input, LoadError, Loaded, LoadedProvider, Origin, Provider, load_mutators};
 use sartor_engine::{CompileError, Conflict, Mutator, MutatorId, System};
-use sartor_webhook::{Snapshot, Webhook};
+use sartor_state::Snapshot;
+
+use crate::feed::Feed;
 
 /// Mutators read from files and compiled.
 #[derive(Debug, Default)]
@@ -217,20 +218,20 @@ pub enum Reload {
     Refused,
 }
 
-/// Publishes the mutators under some paths into the webhook, again whenever
-/// they change; a set with a problem is refused whole.
+/// Publishes the mutators under some paths, again whenever they change; a
+/// set with a problem is refused whole.
 #[derive(Debug)]
 pub struct FileWatch {
     files: MutatorFiles,
-    webhook: Arc<Webhook>,
+    feed: Feed,
 }
 
 impl FileWatch {
-    /// Watches the files under `paths` for `webhook`.
-    pub fn new(paths: Vec<PathBuf>, webhook: Arc<Webhook>) -> FileWatch {
+    /// Watches the files under `paths`, publishing into `feed`.
+    pub fn new(paths: Vec<PathBuf>, feed: Feed) -> FileWatch {
         FileWatch {
             files: MutatorFiles::new(paths),
-            webhook,
+            feed,
         }
     }
 
@@ -249,9 +250,9 @@ impl FileWatch {
             return Reload::Unchanged;
         };
         if !compiled.errors.is_empty() {
-            self.webhook.metrics().record_mutator_reload(false);
+            self.feed.refuse();
             let problems: Vec<String> = compiled.errors.iter().map(ToString::to_string).collect();
-            if self.webhook.is_ready() {
+            if self.feed.state().is_ready() {
                 tracing::error!(problems = %problems.join("; "), "mutators changed but cannot be loaded; keeping the last good set");
             } else {
                 tracing::error!(problems = %problems.join("; "), "mutators cannot be loaded; not ready until they can");
@@ -263,8 +264,8 @@ impl FileWatch {
             .iter()
             .map(|p| p.provider.clone())
             .collect();
-        if let Err(errors) = self.webhook.providers().set(&providers) {
-            self.webhook.metrics().record_mutator_reload(false);
+        if let Err(errors) = self.feed.set_providers(&providers) {
+            self.feed.refuse();
             let problems: Vec<String> = errors
                 .iter()
                 .map(|error| {
@@ -283,14 +284,13 @@ impl FileWatch {
         for (origin, id, conflict) in compiled.conflicts() {
             tracing::warn!(problem = %format_args!("{origin}: {id}: {conflict}"), "mutator conflict: not enforced until it clears");
         }
-        self.webhook.metrics().record_mutator_reload(true);
-        let system = compiled.system;
-        let (mutators, conflicted) = (system.len(), system.conflicted().len());
-        // Published before it is logged: whoever reads the log finds it in force.
-        self.webhook.publish(Snapshot {
-            system,
+        let snapshot = Snapshot {
+            system: compiled.system,
             errors: Vec::new(),
-        });
+        };
+        let (mutators, conflicted) = (snapshot.system.len(), snapshot.system.conflicted().len());
+        // Published before it is logged: whoever reads the log finds it in force.
+        self.feed.publish(snapshot);
         tracing::info!(
             mutators,
             conflicted,
@@ -304,10 +304,14 @@ impl FileWatch {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
+    use std::sync::Arc;
+
+    use prometheus_client::registry::Registry;
+    use sartor_state::{Accepting, State};
     use sartor_tests::cluster::TempDir;
-    use sartor_webhook::{Metrics, Settings, Unlabelled};
 
     use super::*;
+    use crate::metrics::Metrics;
 
     fn assign(name: &str, location: &str) -> String {
         format!(
@@ -321,7 +325,7 @@ mod tests {
     struct Watched {
         dir: TempDir,
         watch: FileWatch,
-        webhook: Arc<Webhook>,
+        state: State,
     }
 
     impl Watched {
@@ -331,17 +335,13 @@ mod tests {
             for (name, text) in files {
                 std::fs::write(dir.path().join(name), text).unwrap();
             }
-            let webhook = Arc::new(Webhook::new(
-                Settings::new("sartor-system", "sartor"),
-                Box::new(Unlabelled::default()),
-                Arc::new(Metrics::new()),
-            ));
-            let watch = FileWatch::new(vec![dir.path().to_path_buf()], webhook.clone());
-            Watched {
-                dir,
-                watch,
-                webhook,
-            }
+            let (publisher, state) = sartor_state::channel(Arc::new(Accepting));
+            let metrics = Arc::new(Metrics::new(&mut Registry::default()));
+            let watch = FileWatch::new(
+                vec![dir.path().to_path_buf()],
+                Feed::new(publisher, metrics),
+            );
+            Watched { dir, watch, state }
         }
 
         fn write(&self, name: &str, text: &str) {
@@ -350,7 +350,7 @@ mod tests {
 
         /// The locations of the mutators in force.
         fn in_force(&self) -> Vec<String> {
-            self.webhook
+            self.state
                 .current()
                 .map(|snapshot| {
                     snapshot
@@ -401,7 +401,7 @@ mod tests {
     fn nothing_is_published_until_the_files_load() {
         let mut watched = Watched::start(&[("broken.yaml", "apiVersion: [")]);
         assert_eq!(watched.watch.poll(), Reload::Refused);
-        assert!(!watched.webhook.is_ready());
+        assert!(!watched.state.is_ready());
     }
 
     #[test]

@@ -2,16 +2,21 @@
 //! status written back) and files ([`files`]: a directory polled for changes).
 //!
 //! ```text
-//!  API server ──watch mutator kinds──▶ MutatorSet ──snapshot──▶ Webhook::publish
+//!  API server ──watch mutator kinds──▶ MutatorSet ──snapshot──▶ Publisher::publish (sartor-state)
 //!      │                                   └──status entries──▶ StatusWriter ──SSA /status──▶ API server
 //!      ├──watch Namespaces──▶ NamespaceCache (the webhook's namespace provider)
-//!      ├──watch Providers──▶ ProviderWatch ──▶ the webhook's external data providers
+//!      ├──watch Providers──▶ ProviderWatch ──▶ Publisher::set_providers
 //!      ├──Secret + webhook configurations ◀──▶ CertManager ──files──▶ server's TLS reload
 //!      └──discovery + mutating webhook rules ◀──▶ RulesWriter ◀──System::targets── snapshots
 //! ```
 //!
 //! In file mode only [`FileWatch`] runs: files ──poll──▶ Compiled ──▶
-//! `Webhook::publish`, with no status, certificates or rules to manage.
+//! `Publisher::publish`, with no status, certificates or rules to manage.
+//!
+//! The controller never answers admission and does not know the webhook:
+//! it writes through the [`Publisher`](sartor_state::Publisher) half of the
+//! published state, and registers its own [`Metrics`] into the process's
+//! one registry.
 //!
 //! In cluster mode every replica runs all of it: each writes only its own
 //! `status.byPod` entry (its own field manager), and the Secret and the
@@ -19,19 +24,25 @@
 //! no leader election is needed.
 
 pub mod certs;
+pub mod feed;
 pub mod files;
+pub mod metrics;
 pub mod mutators;
 pub mod namespaces;
 pub mod providers;
 pub mod rules;
+pub mod self_signed;
 pub mod status;
 pub mod watch;
 
 pub use certs::{CertError, CertManager, CertOptions, SecretAction};
+pub use feed::Feed;
 pub use files::{Compiled, FileError, FileWatch, MutatorFiles, Reload};
+pub use metrics::{Metrics, RulesState};
 pub use mutators::{Group, MutatorKey, MutatorSet};
 pub use namespaces::NamespaceCache;
 pub use providers::ProviderWatch;
 pub use rules::{RulesAction, RulesError, RulesWriter, Served};
+pub use self_signed::{CertFiles, SelfSigned};
 pub use status::{StatusLimits, StatusQueue, StatusWriter, field_manager};
 pub use watch::{MutatorWatch, Watched, watched};

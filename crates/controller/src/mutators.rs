@@ -8,7 +8,7 @@ use sartor_api::{
     GATEKEEPER_GROUP, GROUP, MutatorError, MutatorKind, MutatorPodStatus, parse_mutator,
 };
 use sartor_engine::{Conflict, Mutator, MutatorId, Operation, System};
-use sartor_webhook::Snapshot;
+use sartor_state::Snapshot;
 use serde_json::Value;
 
 /// The API group a mutator object was read from.

@@ -11,7 +11,7 @@ use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::runtime::{WatchStreamExt as _, watcher};
 use kube::{Api, Client};
-use sartor_webhook::{Lookup, Namespaces};
+use sartor_state::{Lookup, Namespaces};
 use serde_json::Value;
 use tokio::sync::{OnceCell, watch};
 

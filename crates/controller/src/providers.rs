@@ -8,27 +8,25 @@
 //! there are no providers: externalData mutators then fail per their
 //! `failurePolicy`, and the watch keeps retrying until the CRD appears.
 
-use std::sync::Arc;
-
 use futures::StreamExt as _;
 use kube::api::{ApiResource, DynamicObject};
 use kube::runtime::{WatchStreamExt as _, reflector, watcher};
 use kube::{Api, Client};
 use sartor_api::{EXTERNAL_DATA_GROUP, Provider, parse_provider};
-use sartor_webhook::Webhook;
 use tokio::sync::watch;
 
+use crate::feed::Feed;
 use crate::watch::{is_not_served, to_value};
 
 /// The version watched: the one Gatekeeper stores.
 const VERSION: &str = "v1beta1";
 
-/// Keeps `webhook`'s providers equal to the cluster's Provider objects.
+/// Keeps the providers in force equal to the cluster's Provider objects.
 pub struct ProviderWatch {
     /// The API server.
     pub client: Client,
     /// Where providers go.
-    pub webhook: Arc<Webhook>,
+    pub feed: Feed,
     /// Turns `true` once the Providers have been listed, found not
     /// installed, or failed to list once (logged): the replica turns ready
     /// only after, so an externalData mutator does not meet an unknown
@@ -98,7 +96,7 @@ impl ProviderWatch {
             providers.iter().map(|p| p.name().to_string()).collect()
         };
         loop {
-            match self.webhook.providers().set(&providers) {
+            match self.feed.set_providers(&providers) {
                 Ok(()) => {
                     tracing::debug!(providers = ?names(&providers), "external data providers");
                     return;

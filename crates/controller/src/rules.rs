@@ -21,8 +21,10 @@ use k8s_openapi::api::admissionregistration::v1::{
 use kube::api::PostParams;
 use kube::{Api, Client, Discovery};
 use sartor_engine::{Operation, Operations, Targets};
-use sartor_webhook::{Metrics, RulesState, Snapshot};
+use sartor_state::Snapshot;
 use tokio::sync::watch;
+
+use crate::metrics::{Metrics, RulesState};
 
 /// The resource named by the rule installed while no mutator is enforced:
 /// no such resource exists, so the API server calls sartor for nothing.

@@ -7,18 +7,16 @@
 //! is 0) and the watcher keeps retrying; once a list succeeds the kind's
 //! objects arrive as usual.
 
-use std::sync::Arc;
-
 use futures::StreamExt as _;
 use kube::api::{ApiResource, DynamicObject};
 use kube::runtime::{WatchStreamExt as _, watcher};
 use kube::{Api, Client};
 use sartor_api::{GATEKEEPER_GROUP, MutatorKind};
-use sartor_webhook::Webhook;
-use sartor_webhook::admission::MutatorCrd;
+use sartor_state::MutatorCrd;
 use serde_json::Value;
 use tokio::sync::watch;
 
+use crate::feed::Feed;
 use crate::mutators::{Group, MutatorSet};
 use crate::status::{StatusQueue, resource};
 
@@ -112,8 +110,8 @@ pub async fn watched(client: &Client, gatekeeper_compat: bool) -> Vec<Watched> {
 pub struct MutatorWatch {
     /// The API client.
     pub client: Client,
-    /// Where snapshots go.
-    pub webhook: Arc<Webhook>,
+    /// Where snapshots and the CRDs' facts go.
+    pub feed: Feed,
     /// The replica's name (its status entries' id).
     pub pod: String,
     /// The kinds to watch (see [`watched`]).
@@ -170,7 +168,7 @@ impl MutatorWatch {
             // would silently enforce nothing.
             let hold = !published && none_of_sartors_served(&self.watched, &missing);
             if reported_missing.as_ref() != Some(&missing) {
-                self.webhook.set_crds(crds(&self.watched, &missing));
+                self.feed.set_crds(crds(&self.watched, &missing));
                 if hold {
                     tracing::warn!(
                         install = INSTALL_SARTOR,
@@ -183,7 +181,7 @@ impl MutatorWatch {
                 continue;
             }
             // A mutator that does not compile changes no System, but the
-            // webhook's metrics count it.
+            // controller's metrics count it.
             let now_failed = set.failed();
             if changed || !published || now_failed != failed {
                 failed = now_failed;
@@ -191,9 +189,8 @@ impl MutatorWatch {
                 let mutators = snapshot.system.len();
                 let conflicted = snapshot.system.conflicted().len();
                 let failed = snapshot.errors.len();
-                self.webhook.metrics().record_mutator_reload(true);
                 // Published before it is logged: whoever reads the log finds it in force.
-                self.webhook.publish(snapshot);
+                self.feed.publish(snapshot);
                 tracing::info!(mutators, conflicted, failed, "mutators loaded");
                 published = true;
             }

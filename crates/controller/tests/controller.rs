@@ -14,12 +14,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use prometheus_client::encoding::text::encode;
+use prometheus_client::registry::Registry;
 use sartor_controller::{
-    MutatorWatch, NamespaceCache, StatusLimits, StatusWriter, Watched, watched,
+    Feed, Metrics, MutatorWatch, NamespaceCache, StatusLimits, StatusWriter, Watched, watched,
 };
+use sartor_state::{Accepting, MutatorCrd, State};
 use sartor_tests::apiserver::{ApiServer, Call};
-use sartor_webhook::admission::MutatorCrd;
-use sartor_webhook::{Metrics, Settings, Webhook};
 use serde_json::{Value, json};
 
 const WAIT: Duration = Duration::from_secs(10);
@@ -40,9 +41,11 @@ async fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
     }
 }
 
-/// A replica's controller tasks running against `server`, feeding `webhook`.
+/// A replica's controller tasks running against `server`, publishing into
+/// `state` and counting into `registry`.
 struct Replica {
-    webhook: Arc<Webhook>,
+    state: State,
+    registry: Registry,
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
 
@@ -57,11 +60,9 @@ impl Drop for Replica {
 async fn replica(server: &ApiServer, gatekeeper_compat: bool) -> Replica {
     let client = client(server);
     let namespaces = NamespaceCache::new(client.clone());
-    let webhook = Arc::new(Webhook::new(
-        Settings::new("sartor-system", "sartor"),
-        Box::new(namespaces.clone()),
-        Arc::new(Metrics::new()),
-    ));
+    let (publisher, state) = sartor_state::channel(Arc::new(Accepting));
+    let mut registry = Registry::with_prefix("sartor");
+    let metrics = Arc::new(Metrics::new(&mut registry));
     let limits = StatusLimits {
         per_second: 1000.0,
         first_retry: Duration::from_millis(20),
@@ -71,7 +72,7 @@ async fn replica(server: &ApiServer, gatekeeper_compat: bool) -> Replica {
     let listed = namespaces.listed();
     let watch = MutatorWatch {
         client: client.clone(),
-        webhook: webhook.clone(),
+        feed: Feed::new(publisher, metrics),
         pod: "pod-a".to_string(),
         watched: watched(&client, gatekeeper_compat).await,
     };
@@ -80,13 +81,24 @@ async fn replica(server: &ApiServer, gatekeeper_compat: bool) -> Replica {
         tokio::spawn(namespaces.run()),
         tokio::spawn(watch.run(listed, queue)),
     ];
-    Replica { webhook, tasks }
+    Replica {
+        state,
+        registry,
+        tasks,
+    }
 }
 
 impl Replica {
+    /// The metrics page its registry renders.
+    fn metrics(&self) -> String {
+        let mut text = String::new();
+        encode(&mut text, &self.registry).unwrap();
+        text
+    }
+
     /// `Kind name: location` of every mutator in force.
     fn mutators(&self) -> Vec<String> {
-        let Some(snapshot) = self.webhook.current() else {
+        let Some(snapshot) = self.state.current() else {
             return Vec::new();
         };
         snapshot
@@ -144,7 +156,7 @@ fn by_pod(server: &ApiServer, kind: &str, name: &str) -> Value {
 async fn an_update_of_each_kind_reaches_the_system() {
     let server = ApiServer::start().await;
     let replica = replica(&server, false).await;
-    eventually("ready", || replica.webhook.is_ready()).await;
+    eventually("ready", || replica.state.is_ready()).await;
     assert_eq!(replica.mutators(), Vec::<String>::new());
 
     for mutator in pod_mutators() {
@@ -193,7 +205,7 @@ async fn an_update_of_each_kind_reaches_the_system() {
 async fn a_conflict_is_in_both_statuses_and_clears_when_one_is_deleted() {
     let server = ApiServer::start().await;
     let replica = replica(&server, false).await;
-    eventually("ready", || replica.webhook.is_ready()).await;
+    eventually("ready", || replica.state.is_ready()).await;
     let a = server.put(assign("a", "spec.x.y"));
     let b = server.put(assign("b", "spec.x[name: n].y"));
     let entry = |object: &Value, enforced: bool, errors: Value| {
@@ -222,7 +234,7 @@ async fn a_conflict_is_in_both_statuses_and_clears_when_one_is_deleted() {
     })
     .await;
     // Neither is applied while they conflict.
-    let snapshot = replica.webhook.current().unwrap();
+    let snapshot = replica.state.current().unwrap();
     assert_eq!(snapshot.system.conflicted().len(), 2);
 
     // Every status write is a server-side apply of this replica's entry alone.
@@ -261,7 +273,7 @@ async fn a_conflict_is_in_both_statuses_and_clears_when_one_is_deleted() {
     assert_eq!(replica.mutators(), ["Assign a: spec.x.y"]);
     assert!(
         replica
-            .webhook
+            .state
             .current()
             .unwrap()
             .system
@@ -295,9 +307,9 @@ async fn readiness_waits_for_the_initial_list_of_every_kind() {
             })
     })
     .await;
-    assert!(!replica.webhook.is_ready());
+    assert!(!replica.state.is_ready());
     hold.release();
-    eventually("ready", || replica.webhook.is_ready()).await;
+    eventually("ready", || replica.state.is_ready()).await;
     // The first snapshot already holds every kind: never a partial set.
     assert_eq!(replica.mutators().len(), 4);
 }
@@ -315,7 +327,7 @@ async fn a_kind_whose_crd_is_not_installed_is_left_out_until_it_is() {
     let path = "/apis/mutations.sartor.dev/v1/assignimage";
     server.fail("GET", path, 404, 2);
     let replica = replica(&server, false).await;
-    eventually("ready", || replica.webhook.is_ready()).await;
+    eventually("ready", || replica.state.is_ready()).await;
     assert_eq!(
         replica.mutators(),
         [
@@ -325,7 +337,7 @@ async fn a_kind_whose_crd_is_not_installed_is_left_out_until_it_is() {
         ]
     );
     assert_eq!(
-        replica.webhook.missing_crds(),
+        replica.state.missing_crds(),
         [MutatorCrd {
             group: "mutations.sartor.dev",
             kind: sartor_api::MutatorKind::AssignImage,
@@ -338,7 +350,7 @@ async fn a_kind_whose_crd_is_not_installed_is_left_out_until_it_is() {
             "sartor_mutator_crd_installed{{group=\"mutations.sartor.dev\",kind=\"{kind}\"}} {value}"
         )
     };
-    let metrics = replica.webhook.metrics().render();
+    let metrics = replica.metrics();
     for line in [
         installed("Assign", 1),
         installed("AssignImage", 0),
@@ -353,8 +365,8 @@ async fn a_kind_whose_crd_is_not_installed_is_left_out_until_it_is() {
         replica.mutators()[1],
         "AssignImage mirror: spec.containers[name: *].image"
     );
-    assert_eq!(replica.webhook.missing_crds(), []);
-    let metrics = replica.webhook.metrics().render();
+    assert_eq!(replica.state.missing_crds(), []);
+    let metrics = replica.metrics();
     assert!(
         metrics.lines().any(|l| l == installed("AssignImage", 1)),
         "{metrics}"
@@ -377,7 +389,7 @@ async fn a_failed_status_write_is_retried_and_never_holds_up_mutation() {
         2,
     );
     let replica = replica(&server, false).await;
-    eventually("ready", || replica.webhook.is_ready()).await;
+    eventually("ready", || replica.state.is_ready()).await;
     server.put(assign("a", "spec.x"));
     eventually("a in force", || replica.mutators() == ["Assign a: spec.x"]).await;
     eventually("status written", || {
@@ -436,7 +448,7 @@ async fn only_the_gatekeeper_kinds_served_are_watched_with_compat() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn requests_arriving_together_share_one_fetch_of_a_new_namespace() {
-    use sartor_webhook::{Lookup, Namespaces as _};
+    use sartor_state::{Lookup, Namespaces as _};
     let server = ApiServer::start().await;
     server.put(json!({"apiVersion": "v1", "kind": "Namespace",
                       "metadata": {"name": "fresh", "labels": {"team": "core"}}}));
@@ -464,7 +476,7 @@ async fn requests_arriving_together_share_one_fetch_of_a_new_namespace() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_namespace_missing_from_the_cache_is_fetched_once() {
-    use sartor_webhook::{Lookup, Namespaces as _};
+    use sartor_state::{Lookup, Namespaces as _};
     let server = ApiServer::start().await;
     server.put(json!({"apiVersion": "v1", "kind": "Namespace",
                       "metadata": {"name": "fresh", "labels": {"team": "core"}}}));
@@ -498,7 +510,7 @@ async fn a_namespace_missing_from_the_cache_is_fetched_once() {
 
 #[tokio::test]
 async fn the_namespace_cache_follows_the_watch() {
-    use sartor_webhook::{Lookup, Namespaces as _};
+    use sartor_state::{Lookup, Namespaces as _};
     let server = ApiServer::start().await;
     server.put(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "a"}}));
     let cache = NamespaceCache::new(client(&server));

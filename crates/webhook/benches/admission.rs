@@ -7,11 +7,13 @@
 use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
+use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use sartor_api::{Input, load_mutators};
 use sartor_engine::{Mutator, System};
-use sartor_webhook::{Metrics, Settings, Snapshot, Unlabelled, Webhook};
+use sartor_state::{Snapshot, Unlabelled};
+use sartor_webhook::{Metrics, Providers, Settings, Webhook};
 
 fn webhook(mutators: &Path) -> Webhook {
     let loaded = load_mutators(&[Input::from_arg(&mutators.to_string_lossy())]);
@@ -20,12 +22,17 @@ fn webhook(mutators: &Path) -> Webhook {
     for mutator in &loaded.mutators {
         system.upsert(Mutator::compile(&mutator.object).unwrap());
     }
+    let metrics = Arc::new(Metrics::new());
+    let providers = Arc::new(Providers::new(Duration::ZERO, metrics.clone()));
+    let (publisher, state) = sartor_state::channel(providers.clone());
     let webhook = Webhook::new(
         Settings::new("sartor-system", "sartor"),
+        state,
         Box::new(Unlabelled::default()),
-        Arc::new(Metrics::new()),
+        providers,
+        metrics,
     );
-    webhook.publish(Snapshot {
+    publisher.publish(Snapshot {
         system,
         errors: Vec::new(),
     });

@@ -14,11 +14,13 @@
 
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{Context, bail};
 use sartor_api::{Input, load_mutators};
 use sartor_engine::{Mutator, System};
-use sartor_webhook::{Metrics, Settings, Snapshot, Unlabelled, Webhook};
+use sartor_state::{Snapshot, Unlabelled};
+use sartor_webhook::{Metrics, Providers, Settings, Webhook};
 
 /// The allocator `sartor serve` uses.
 #[global_allocator]
@@ -42,12 +44,17 @@ fn main() -> anyhow::Result<()> {
     for mutator in &loaded.mutators {
         system.upsert(Mutator::compile(&mutator.object)?);
     }
+    let metrics = Arc::new(Metrics::new());
+    let providers = Arc::new(Providers::new(Duration::ZERO, metrics.clone()));
+    let (publisher, state) = sartor_state::channel(providers.clone());
     let webhook = Webhook::new(
         Settings::new("sartor-system", "sartor"),
+        state,
         Box::new(Unlabelled::default()),
-        Arc::new(Metrics::new()),
+        providers,
+        metrics,
     );
-    webhook.publish(Snapshot {
+    publisher.publish(Snapshot {
         system,
         errors: Vec::new(),
     });

@@ -2,7 +2,7 @@
 //! a reply out. [`Webhook`] holds the current mutator snapshot; everything on
 //! the request path reads it and never waits on an update.
 
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use sartor_api::{
@@ -10,13 +10,14 @@ use sartor_api::{
 };
 use sartor_engine::{
     Admission, Conflict, Failure, MutateError, Mutation, Mutator, MutatorId, NamespaceLookup,
-    Operation, Patch, System,
+    Operation, Patch,
 };
 use sartor_location::{KeyValue, Node, Path};
 use serde_json::Value;
 
+use sartor_state::{Lookup, MutatorCrd, Namespaces, Snapshot, State};
+
 use crate::metrics::{Metrics, Outcome};
-use crate::namespaces::{Lookup, Namespaces};
 use crate::providers::{DEFAULT_PROVIDER_CACHE_TTL, Providers};
 use crate::review::{
     AdmissionRequest, AdmissionResponse, AdmissionReview, GroupVersionKind, ReviewError,
@@ -93,33 +94,6 @@ impl Settings {
 /// webhook waits 1 s, and the rest of the answer takes well under 100 ms.
 pub const DEFAULT_PROVIDER_DEADLINE: Duration = Duration::from_millis(800);
 
-/// One published set of mutators.
-#[derive(Debug, Clone, Default)]
-pub struct Snapshot {
-    /// The compiled mutators.
-    pub system: System,
-    /// Mutators the source knows of that did not compile (for the metrics).
-    pub errors: Vec<MutatorId>,
-}
-
-/// One watched mutator kind's CRD, as the controller last found it. A kind
-/// whose CRD the API server does not serve has no objects, so the mutators in
-/// force are exact without it; `/readyz` names it and
-/// `sartor_mutator_crd_installed` is 0 for it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MutatorCrd {
-    /// The API group its objects are read from (`mutations.sartor.dev` or,
-    /// with `--gatekeeper-compat`, `mutations.gatekeeper.sh`).
-    pub group: &'static str,
-    /// The mutator kind it defines.
-    pub kind: MutatorKind,
-    /// The CRD's `metadata.name`, `PLURAL.GROUP` (`assignimage.mutations.sartor.dev`).
-    pub name: String,
-    /// False while listing the kind answers 404: mutators of this kind are
-    /// not enforced until the CRD is installed.
-    pub installed: bool,
-}
-
 /// An HTTP answer to one admission call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Reply {
@@ -134,13 +108,12 @@ pub struct Reply {
     pub outcome: Outcome,
 }
 
-/// The admission logic of one server: skip rules, the current snapshot,
-/// the namespace provider and the metrics.
+/// The admission logic of one server: skip rules, the published state it
+/// reads (the current snapshot, the CRDs' facts), the namespace provider,
+/// the external data providers and the metrics.
 pub struct Webhook {
     settings: Settings,
-    /// The current snapshot; subscribers hear of every publish.
-    snapshot: tokio::sync::watch::Sender<Option<Arc<Snapshot>>>,
-    crds: RwLock<Vec<MutatorCrd>>,
+    state: State,
     namespaces: Box<dyn Namespaces>,
     providers: Arc<Providers>,
     metrics: Arc<Metrics>,
@@ -291,17 +264,18 @@ enum Skip {
 }
 
 impl Webhook {
-    /// A webhook with no snapshot yet (not ready until [`Webhook::publish`]).
+    /// A webhook serving from `state` (not ready until a snapshot is
+    /// published there), calling `providers` for external data.
     pub fn new(
         settings: Settings,
+        state: State,
         namespaces: Box<dyn Namespaces>,
+        providers: Arc<Providers>,
         metrics: Arc<Metrics>,
     ) -> Webhook {
-        let providers = Arc::new(Providers::new(settings.provider_cache_ttl, metrics.clone()));
         Webhook {
             settings,
-            snapshot: tokio::sync::watch::Sender::new(None),
-            crds: RwLock::new(Vec::new()),
+            state,
             namespaces,
             providers,
             metrics,
@@ -324,46 +298,19 @@ impl Webhook {
         &self.metrics
     }
 
-    /// Swaps in a new snapshot; requests in flight finish on the old one.
-    pub fn publish(&self, snapshot: Snapshot) {
-        self.metrics
-            .set_mutators(&snapshot.system, &snapshot.errors);
-        self.snapshot.send_replace(Some(Arc::new(snapshot)));
-    }
-
-    /// The current snapshot, `None` before the first [`Webhook::publish`].
+    /// The current snapshot, `None` before the first is published.
     pub fn current(&self) -> Option<Arc<Snapshot>> {
-        self.snapshot.borrow().clone()
-    }
-
-    /// A receiver that sees every snapshot published from now on (the
-    /// controller's webhook rules follow the mutators through it).
-    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<Option<Arc<Snapshot>>> {
-        self.snapshot.subscribe()
+        self.state.current()
     }
 
     /// Whether a snapshot has been published (`/readyz`).
     pub fn is_ready(&self) -> bool {
-        self.current().is_some()
+        self.state.is_ready()
     }
 
-    /// Records which watched mutator kinds' CRDs are served (for `/readyz`
-    /// and the `sartor_mutator_crd_installed` gauge); replaces what was set before.
-    pub fn set_crds(&self, crds: Vec<MutatorCrd>) {
-        self.metrics.set_crds(&crds);
-        match self.crds.write() {
-            Ok(mut current) => *current = crds,
-            Err(poisoned) => *poisoned.into_inner() = crds,
-        }
-    }
-
-    /// The CRDs last given to [`Webhook::set_crds`] that are not installed.
+    /// The watched mutator kinds whose CRDs are not installed (`/readyz`).
     pub fn missing_crds(&self) -> Vec<MutatorCrd> {
-        let crds = match self.crds.read() {
-            Ok(crds) => crds,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        crds.iter().filter(|crd| !crd.installed).cloned().collect()
+        self.state.missing_crds()
     }
 
     /// Answers a `/v1/mutate` body. Waits only when a mutator that may apply

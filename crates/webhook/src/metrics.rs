@@ -6,16 +6,13 @@
 //! | `sartor_admission_request_duration_seconds` | histogram | `endpoint`, `outcome` |
 //! | `sartor_mutations_applied_total` | counter | `kind`, `name` (mutator) |
 //! | `sartor_convergence_passes` | histogram | |
-//! | `sartor_mutators` | gauge | `kind`, `state` (`enforced`, `error`, `conflict`: schema or condition) |
-//! | `sartor_mutator_reloads_total` | counter | `result` (`ok`, `error`) |
-//! | `sartor_mutator_crd_installed` | gauge (1, 0) | `group`, `kind` |
 //! | `sartor_tls_certificate_reloads_total` | counter | `result` (`ok`, `error`) |
 //! | `sartor_provider_requests_total` | counter | `provider`, `result` (`ok`, `invalid`, `error`, `timeout`, `busy`) |
 //! | `sartor_provider_request_duration_seconds` | histogram | `provider` |
 //! | `sartor_provider_cache_lookups_total` | counter | `provider`, `result` (`hit`, `miss`) |
 
 use std::collections::HashMap;
-use std::sync::{Mutex, RwLock};
+use std::sync::RwLock;
 use std::time::Duration;
 
 use std::fmt::{self, Write as _};
@@ -24,12 +21,9 @@ use prometheus_client::encoding::text::encode;
 use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
-use sartor_engine::{MutatorId, System};
-
-use crate::admission::MutatorCrd;
+use sartor_engine::MutatorId;
 
 /// Latency buckets: 100 µs to 2.5 s, dense where sartor answers (well under 5 ms).
 const LATENCY_BUCKETS: [f64; 14] = [
@@ -99,64 +93,6 @@ pub enum Outcome {
 struct MutatorLabels {
     kind: &'static str,
     name: String,
-}
-
-#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct StateLabels {
-    kind: &'static str,
-    state: &'static str,
-}
-
-#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct CrdLabels {
-    group: &'static str,
-    kind: &'static str,
-}
-
-#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct RuleLabels {
-    api_group: String,
-    api_version: String,
-    resource: String,
-}
-
-#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct RulesStateLabels {
-    state: &'static str,
-}
-
-/// Where the mutating webhook's rules stand, as the replica that keeps them
-/// derived from the mutators last found them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum RulesState {
-    /// They send exactly what the enforced mutators can mutate.
-    Derived,
-    /// They are empty: an admin switched mutation off, and they are left so.
-    Off,
-    /// The configuration, or its sartor webhook, does not exist.
-    Missing,
-    /// The last attempt to read or write them failed; it is retried.
-    Error,
-}
-
-impl RulesState {
-    /// Every state, in the order the metric lists them.
-    pub const ALL: [RulesState; 4] = [
-        RulesState::Derived,
-        RulesState::Off,
-        RulesState::Missing,
-        RulesState::Error,
-    ];
-
-    /// The metric's label value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RulesState::Derived => "derived",
-            RulesState::Off => "off",
-            RulesState::Missing => "missing",
-            RulesState::Error => "error",
-        }
-    }
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -279,18 +215,10 @@ pub struct Metrics {
     /// for, so it grows no faster than the family.
     applied_counters: RwLock<HashMap<MutatorId, Counter, foldhash::fast::RandomState>>,
     passes: Histogram,
-    mutators: Family<StateLabels, Gauge>,
-    mutator_reloads: Family<ResultLabels, Counter>,
-    crds: Family<CrdLabels, Gauge>,
     tls_reloads: Family<ResultLabels, Counter>,
-    rules: Family<RuleLabels, Gauge>,
-    rules_state: Family<RulesStateLabels, Gauge>,
     provider_calls: Family<ProviderResultLabels, Counter>,
     provider_latency: Family<ProviderLabels, Histogram, fn() -> Histogram>,
     provider_cache: Family<ProviderResultLabels, Counter>,
-    /// Serialises `set_mutators` and `set_crds` so two updates never
-    /// interleave their gauges.
-    gauge_lock: Mutex<()>,
 }
 
 impl Default for Metrics {
@@ -300,9 +228,15 @@ impl Default for Metrics {
 }
 
 impl Metrics {
-    /// A fresh set of metrics, all zero.
+    /// A fresh set of metrics, all zero, in a registry of their own.
     pub fn new() -> Metrics {
-        let mut registry = Registry::with_prefix("sartor");
+        Metrics::with_registry(Registry::with_prefix("sartor"))
+    }
+
+    /// The webhook's metrics, all zero, registered into `registry` beside
+    /// what other parts of the process registered there (the binary builds
+    /// one registry; the metrics port renders all of it).
+    pub fn with_registry(mut registry: Registry) -> Metrics {
         let requests = Family::<RequestLabels, Counter>::default();
         registry.register(
             "admission_requests",
@@ -329,41 +263,11 @@ impl Metrics {
             "Passes over the mutators until an object stopped changing",
             passes.clone(),
         );
-        let mutators = Family::<StateLabels, Gauge>::default();
-        registry.register(
-            "mutators",
-            "Mutators known to the server, by kind and state (enforced, error, conflict)",
-            mutators.clone(),
-        );
-        let mutator_reloads = Family::<ResultLabels, Counter>::default();
-        registry.register(
-            "mutator_reloads",
-            "Attempts to load a new mutator snapshot, by result",
-            mutator_reloads.clone(),
-        );
-        let crds = Family::<CrdLabels, Gauge>::default();
-        registry.register(
-            "mutator_crd_installed",
-            "Whether each watched mutator kind's CRD is served (1) or not installed (0: its mutators are not enforced)",
-            crds.clone(),
-        );
         let tls_reloads = Family::<ResultLabels, Counter>::default();
         registry.register(
             "tls_certificate_reloads",
             "Serving certificate reloads after the files changed, by result",
             tls_reloads.clone(),
-        );
-        let rules = Family::<RuleLabels, Gauge>::default();
-        registry.register(
-            "webhook_rule_resources",
-            "Cluster mode: each resource the mutating webhook's rules send to sartor (1), as this replica last read or wrote them",
-            rules.clone(),
-        );
-        let rules_state = Family::<RulesStateLabels, Gauge>::default();
-        registry.register(
-            "webhook_rules_state",
-            "Cluster mode, derived rules: 1 for the state the mutating webhook's rules are in (derived, off, missing, error), 0 for the others",
-            rules_state.clone(),
         );
         let provider_calls = Family::<ProviderResultLabels, Counter>::default();
         registry.register(
@@ -390,18 +294,12 @@ impl Metrics {
             provider_latency,
             provider_cache,
             registry,
-            rules,
-            rules_state,
             requests,
             latency,
             applied,
             applied_counters: RwLock::default(),
             passes,
-            mutators,
-            mutator_reloads,
-            crds,
             tls_reloads,
-            gauge_lock: Mutex::new(()),
         }
     }
 
@@ -451,84 +349,6 @@ impl Metrics {
         self.passes.observe(passes as f64);
     }
 
-    /// Sets the mutator gauges from a new snapshot: every mutator in `system`
-    /// is enforced or in conflict; `errors` are those that did not compile.
-    pub fn set_mutators(&self, system: &System, errors: &[MutatorId]) {
-        let _guard = self.gauge_lock.lock();
-        self.mutators.clear();
-        for mutator in system.mutators() {
-            let state = if system.is_conflicted(mutator.id()) {
-                "conflict"
-            } else {
-                "enforced"
-            };
-            self.mutators
-                .get_or_create(&StateLabels {
-                    kind: mutator.id().kind.as_str(),
-                    state,
-                })
-                .inc();
-        }
-        for id in errors {
-            self.mutators
-                .get_or_create(&StateLabels {
-                    kind: id.kind.as_str(),
-                    state: "error",
-                })
-                .inc();
-        }
-    }
-
-    /// Counts an attempt to load a new mutator snapshot.
-    pub fn record_mutator_reload(&self, ok: bool) {
-        self.mutator_reloads.get_or_create(&result(ok)).inc();
-    }
-
-    /// Sets the CRD gauges: 1 for each CRD installed, 0 for each missing;
-    /// kinds not in `crds` are dropped.
-    pub fn set_crds(&self, crds: &[MutatorCrd]) {
-        let _guard = self.gauge_lock.lock();
-        self.crds.clear();
-        for crd in crds {
-            self.crds
-                .get_or_create(&CrdLabels {
-                    group: crd.group,
-                    kind: crd.kind.as_str(),
-                })
-                .set(i64::from(crd.installed));
-        }
-    }
-
-    /// Sets the webhook rule gauges: `state`, and the resources installed as
-    /// `(apiGroup, apiVersion, resource)` (left as they were when `None`:
-    /// the rules could not be read).
-    pub fn set_webhook_rules(
-        &self,
-        state: RulesState,
-        resources: Option<&[(String, String, String)]>,
-    ) {
-        let _guard = self.gauge_lock.lock();
-        for each in RulesState::ALL {
-            self.rules_state
-                .get_or_create(&RulesStateLabels {
-                    state: each.as_str(),
-                })
-                .set(i64::from(each == state));
-        }
-        if let Some(resources) = resources {
-            self.rules.clear();
-            for (api_group, api_version, resource) in resources {
-                self.rules
-                    .get_or_create(&RuleLabels {
-                        api_group: api_group.clone(),
-                        api_version: api_version.clone(),
-                        resource: resource.clone(),
-                    })
-                    .set(1);
-            }
-        }
-    }
-
     /// Counts an attempt to reload the serving certificate.
     pub fn record_tls_reload(&self, ok: bool) {
         self.tls_reloads.get_or_create(&result(ok)).inc();
@@ -536,9 +356,6 @@ impl Metrics {
 
     /// The Prometheus text exposition of every metric.
     pub fn render(&self) -> String {
-        // The gauges are cleared and refilled under this lock: a scrape in
-        // between would miss their series.
-        let _guard = self.gauge_lock.lock();
         let mut text = String::new();
         // Writing to a String cannot fail; an encoder error would be a bug in a
         // metric's labels, and then a partial page beats none.

@@ -34,6 +34,7 @@ use rustls::{ClientConfig, RootCertStore};
 use sartor_api::{Provider, ProviderItem, ProviderRequest, ProviderResponse, ProviderSpec};
 use sartor_engine::external::item_error;
 use sartor_engine::{Answers, Asks, ProviderAnswers};
+use sartor_state::{ProviderError, ProviderSet};
 use serde_json::Value;
 use tokio::sync::Semaphore;
 
@@ -73,14 +74,11 @@ pub struct Providers {
 #[derive(Debug, Default)]
 struct ClientCertificate(RwLock<Option<Arc<dyn ResolvesClientCert>>>);
 
-/// A Provider that could not be turned into a client.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("Provider {name}: {reason}")]
-pub struct ProviderError {
-    /// The provider.
-    pub name: String,
-    /// Why.
-    pub reason: String,
+/// The providers in force, as the published state sets them.
+impl ProviderSet for Providers {
+    fn set(&self, providers: &[Provider]) -> Result<(), Vec<ProviderError>> {
+        Providers::set(self, providers)
+    }
 }
 
 /// One provider's client.
@@ -512,7 +510,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::certs::SelfSigned;
+    use sartor_controller::SelfSigned;
 
     fn provider(name: &str, url: &str, ca_pem: &str) -> Provider {
         sartor_api::parse_provider(&json!({

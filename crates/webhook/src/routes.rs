@@ -17,8 +17,9 @@ use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
 use hyper::header::{ALLOW, CONTENT_TYPE, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
+use sartor_state::MutatorCrd;
 
-use crate::admission::{MutatorCrd, Reply, Webhook, internal_error};
+use crate::admission::{Reply, Webhook, internal_error};
 use crate::metrics::{Endpoint, Outcome};
 use crate::server::{BodyError, Limits, read_body};
 

@@ -12,10 +12,12 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use sartor_api::{mutators_from_documents, read_documents_from_str};
 use sartor_engine::{Mutator, System};
-use sartor_webhook::{Lookup, Metrics, Namespaces, Settings, Snapshot, Webhook};
+use sartor_state::{Lookup, Namespaces, Snapshot};
+use sartor_webhook::{Metrics, Providers, Settings, Webhook};
 use serde_json::{Value, json};
 
 /// Knows `labelled` in memory once fetched; records every question.
@@ -73,12 +75,17 @@ fn webhook(yaml: &str, namespaces: Arc<Recording>) -> Webhook {
     for mutator in &loaded.mutators {
         system.upsert(Mutator::compile(&mutator.object).unwrap());
     }
+    let metrics = Arc::new(Metrics::new());
+    let providers = Arc::new(Providers::new(Duration::ZERO, metrics.clone()));
+    let (publisher, state) = sartor_state::channel(providers.clone());
     let webhook = Webhook::new(
         Settings::new("sartor-system", "sartor"),
+        state,
         Box::new(Provider(namespaces)),
-        Arc::new(Metrics::new()),
+        providers,
+        metrics,
     );
-    webhook.publish(Snapshot {
+    publisher.publish(Snapshot {
         system,
         errors: Vec::new(),
     });

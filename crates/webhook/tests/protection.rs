@@ -10,11 +10,13 @@
 )]
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use base64::Engine as _;
 use sartor_api::{mutators_from_documents, read_documents_from_str};
 use sartor_engine::{Mutator, System};
-use sartor_webhook::{Metrics, Outcome, Settings, Snapshot, Unlabelled, Webhook};
+use sartor_state::{Snapshot, Unlabelled};
+use sartor_webhook::{Metrics, Outcome, Providers, Settings, Webhook};
 use serde_json::{Value, json};
 
 /// An AssignMetadata that matches every object of every kind.
@@ -25,10 +27,15 @@ const LABEL_EVERYTHING: &str = "apiVersion: mutations.sartor.dev/v1\nkind: Assig
 const UID: &str = "7d1f0e0a-5b7e-4c5e-9a55-2f3c1d9b6e11";
 
 fn webhook(published: bool) -> Webhook {
+    let metrics = Arc::new(Metrics::new());
+    let providers = Arc::new(Providers::new(Duration::ZERO, metrics.clone()));
+    let (publisher, state) = sartor_state::channel(providers.clone());
     let webhook = Webhook::new(
         Settings::new("sartor-system", "sartor"),
+        state,
         Box::new(Unlabelled::default()),
-        Arc::new(Metrics::new()),
+        providers,
+        metrics,
     );
     if published {
         let (documents, errors) = read_documents_from_str("test.yaml", LABEL_EVERYTHING, false);
@@ -38,7 +45,7 @@ fn webhook(published: bool) -> Webhook {
         for mutator in &loaded.mutators {
             system.upsert(Mutator::compile(&mutator.object).unwrap());
         }
-        webhook.publish(Snapshot {
+        publisher.publish(Snapshot {
             system,
             errors: Vec::new(),
         });

@@ -13,13 +13,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine as _;
+use prometheus_client::registry::Registry;
 use sartor_api::{Input, MutatorKind, Wildcard, load_mutators};
+use sartor_controller::{Feed, SelfSigned};
 use sartor_engine::{Mutator, System};
+use sartor_state::{Fixed, MutatorCrd, Namespaces, Snapshot, Unlabelled};
 use sartor_tests::https::{self, Answer, HttpsClient, Options};
-use sartor_webhook::admission::MutatorCrd;
 use sartor_webhook::{
-    Config, Fixed, Limits, Metrics, Namespaces, OnError, SelfSigned, Server, Settings, Snapshot,
-    TlsFiles, Unlabelled, Webhook,
+    Config, Limits, Metrics, OnError, Providers, Server, Settings, TlsFiles, Webhook,
 };
 use serde_json::{Value, json};
 use tempfile::TempDir;
@@ -32,7 +33,8 @@ use tokio::task::JoinHandle;
 struct Harness {
     addr: SocketAddr,
     metrics_addr: SocketAddr,
-    webhook: Arc<Webhook>,
+    /// Where snapshots and CRD facts are published, as the controller does.
+    feed: Feed,
     certs: SelfSigned,
     /// The certificates' directory, removed when the harness is dropped
     /// (also when a test fails).
@@ -89,18 +91,31 @@ impl Setup {
             },
             limits: self.limits,
         };
+        // Wired as the binary wires it: one registry, the controller's
+        // metrics and the webhook's in it.
+        let mut registry = Registry::with_prefix("sartor");
+        let source_metrics = Arc::new(sartor_controller::Metrics::new(&mut registry));
+        let metrics = Arc::new(Metrics::with_registry(registry));
+        let providers = Arc::new(Providers::new(
+            self.settings.provider_cache_ttl,
+            metrics.clone(),
+        ));
+        let (publisher, state) = sartor_state::channel(providers.clone());
+        let feed = Feed::new(publisher, source_metrics);
         let webhook = Arc::new(Webhook::new(
             self.settings,
+            state,
             self.namespaces,
-            Arc::new(Metrics::new()),
+            providers,
+            metrics,
         ));
         if let Some(fixture) = self.mutators {
-            webhook.publish(Snapshot {
+            feed.publish(Snapshot {
                 system: system(fixture),
                 errors: Vec::new(),
             });
         }
-        let server = Server::bind(&config, webhook.clone()).await.unwrap();
+        let server = Server::bind(&config, webhook).await.unwrap();
         let (addr, metrics_addr) = (server.addr(), server.metrics_addr());
         let (shutdown, stop) = oneshot::channel::<()>();
         let task = tokio::spawn(server.run(async {
@@ -109,7 +124,7 @@ impl Setup {
         Harness {
             addr,
             metrics_addr,
-            webhook,
+            feed,
             certs,
             dir,
             shutdown: Some(shutdown),
@@ -777,7 +792,7 @@ async fn readyz_turns_ready_with_the_first_snapshot() {
         answer["response"]["warnings"],
         json!(["sartor did not mutate this object: sartor has not loaded its mutators yet"])
     );
-    harness.webhook.publish(Snapshot {
+    harness.feed.publish(Snapshot {
         system: system("mutators.yaml"),
         errors: Vec::new(),
     });
@@ -800,7 +815,7 @@ async fn readyz_names_the_crds_not_installed_and_stays_ready() {
         name: format!("{}.{group}", kind.as_str().to_lowercase()),
         installed,
     };
-    harness.webhook.set_crds(vec![
+    harness.feed.set_crds(vec![
         crd(MutatorKind::Assign, "mutations.sartor.dev", true),
         crd(MutatorKind::AssignImage, "mutations.sartor.dev", false),
         crd(MutatorKind::ModifySet, "mutations.gatekeeper.sh", false),
@@ -832,7 +847,7 @@ async fn readyz_names_the_crds_not_installed_and_stays_ready() {
         harness.assert_metric(line).await;
     }
 
-    harness.webhook.set_crds(vec![
+    harness.feed.set_crds(vec![
         crd(MutatorKind::Assign, "mutations.sartor.dev", true),
         crd(MutatorKind::AssignImage, "mutations.sartor.dev", true),
     ]);

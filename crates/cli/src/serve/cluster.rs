@@ -1,7 +1,6 @@
 //! Cluster mode: mutators and namespaces from the API server, status
 //! written back, the serving certificate and the webhook rules managed.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
@@ -9,7 +8,7 @@ use sartor_controller::{
     CertManager, CertOptions, MutatorWatch, NamespaceCache, ProviderWatch, RulesWriter,
     StatusLimits, StatusWriter,
 };
-use sartor_webhook::{Metrics, TlsFiles, Webhook};
+use sartor_webhook::TlsFiles;
 
 use super::ServeArgs;
 use super::args::{CertMode, WebhookRules};
@@ -82,12 +81,8 @@ pub(super) async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
         }
     };
     let namespaces = NamespaceCache::new(client.clone());
-    let webhook = Arc::new(Webhook::new(
-        args.settings(),
-        Box::new(namespaces.clone()),
-        Arc::new(Metrics::new()),
-    ));
-    let server = super::bind(args, tls, webhook.clone()).await?;
+    let wired = super::wire(args, Box::new(namespaces.clone()));
+    let server = super::bind(args, tls, wired.webhook.clone()).await?;
     let (providers_listed, providers_listed_rx) = tokio::sync::watch::channel(false);
     let listed = both_listed(namespaces.listed(), providers_listed_rx);
     tokio::spawn(namespaces.run());
@@ -107,26 +102,26 @@ pub(super) async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
     if args.webhook_rules == WebhookRules::Derived {
         let rules = RulesWriter::new(
             client.clone(),
-            webhook.metrics().clone(),
+            wired.feed.metrics().clone(),
             &args.mutating_webhook_configuration,
             MUTATING_WEBHOOK,
         );
         tokio::spawn(rules.run(
-            webhook.subscribe(),
+            wired.feed.state().subscribe(),
             Duration::from_secs(args.cert_check_interval),
         ));
     }
     tokio::spawn(
         ProviderWatch {
             client: client.clone(),
-            webhook: webhook.clone(),
+            feed: wired.feed.clone(),
             listed: providers_listed,
         }
         .run(),
     );
     let watch = MutatorWatch {
         client,
-        webhook,
+        feed: wired.feed,
         pod,
         watched,
     };

@@ -1,12 +1,13 @@
 //! File mode: mutators from --mutators, watched; namespaces from --namespaces.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
 use sartor_controller::FileWatch;
-use sartor_webhook::{Fixed, Metrics, Namespaces, SelfSigned, TlsFiles, Unlabelled, Webhook};
+use sartor_controller::SelfSigned;
+use sartor_state::{Fixed, Namespaces, Unlabelled};
+use sartor_webhook::TlsFiles;
 
 use super::ServeArgs;
 use super::signal::shutdown_signal;
@@ -49,13 +50,9 @@ pub(super) async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
         }
         Box::new(Fixed::new(namespaces.into_values()))
     };
-    let webhook = Arc::new(Webhook::new(
-        args.settings(),
-        namespaces,
-        Arc::new(Metrics::new()),
-    ));
-    let server = super::bind(args, tls, webhook.clone()).await?;
-    let watch = FileWatch::new(paths, webhook);
+    let wired = super::wire(args, namespaces);
+    let server = super::bind(args, tls, wired.webhook).await?;
+    let watch = FileWatch::new(paths, wired.feed);
     let poll = Duration::from_millis(args.poll_interval_ms);
     std::thread::Builder::new()
         .name("mutator-watch".to_string())
