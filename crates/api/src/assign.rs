@@ -1,6 +1,6 @@
 //! `Assign`: set any field outside `metadata` to a value.
 
-use kube::CustomResource;
+use kube_derive::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -12,6 +12,7 @@ use crate::status::MutatorStatus;
 /// parents (unless a pathTest says otherwise).
 #[derive(CustomResource, Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
+    crates(kube_core = "::kube_core"),
     group = "mutations.sartor.dev",
     version = "v1",
     kind = "Assign",

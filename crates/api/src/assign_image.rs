@@ -1,6 +1,6 @@
 //! `AssignImage`: rewrite parts of a container image reference.
 
-use kube::CustomResource;
+use kube_derive::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -11,6 +11,7 @@ use crate::status::MutatorStatus;
 /// Replaces the domain, path and/or tag of the image reference at `location`.
 #[derive(CustomResource, Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
+    crates(kube_core = "::kube_core"),
     group = "mutations.sartor.dev",
     version = "v1",
     kind = "AssignImage",

@@ -1,6 +1,6 @@
 //! `AssignMetadata`: add a label or annotation when it is absent.
 
-use kube::CustomResource;
+use kube_derive::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -12,6 +12,7 @@ use crate::status::MutatorStatus;
 /// matching object that lacks it; an existing value is never changed.
 #[derive(CustomResource, Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
+    crates(kube_core = "::kube_core"),
     group = "mutations.sartor.dev",
     version = "v1",
     kind = "AssignMetadata",

@@ -3,7 +3,7 @@
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceDefinition, JSONSchemaProps, JSONSchemaPropsOrArray, JSONSchemaPropsOrBool,
 };
-use kube::CustomResourceExt;
+use kube_core::CustomResourceExt;
 
 use crate::{Assign, AssignImage, AssignMetadata, ModifySet, MutatorKind};
 

@@ -1,6 +1,6 @@
 //! `ModifySet`: add values to or remove values from a list treated as a set.
 
-use kube::CustomResource;
+use kube_derive::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -12,6 +12,7 @@ use crate::status::MutatorStatus;
 /// such as a container's `args`.
 #[derive(CustomResource, Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
+    crates(kube_core = "::kube_core"),
     group = "mutations.sartor.dev",
     version = "v1",
     kind = "ModifySet",
