@@ -7,7 +7,7 @@ use clap::Args;
 use sartor_api::MutatorKind;
 use sartor_api::crd::{crd_file_name, crd_yaml};
 
-use crate::Exit;
+use sartor_offline::Exit;
 
 /// Print the CRDs of sartor's four mutator kinds (mutations.sartor.dev/v1),
 /// generated from the types this binary was built with.

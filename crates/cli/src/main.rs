@@ -5,17 +5,12 @@
 //! 0 ok, 1 a mutation failed, 2 invalid input.
 
 mod crds;
-mod external;
-mod lint;
-mod load;
-mod mutate;
-mod report;
 mod serve;
-mod test;
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use sartor_offline::{Exit, lint, mutate, test};
 
 /// Gatekeeper-style mutation for Kubernetes: preview, lint and test mutators
 /// offline, with the engine the webhook runs.
@@ -39,20 +34,6 @@ enum Command {
     Test(test::TestArgs),
     Serve(Box<serve::ServeArgs>),
     Crds(crds::CrdsArgs),
-}
-
-/// How a command ended, mapped to the exit code other tools rely on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Exit {
-    /// Everything worked.
-    Ok,
-    /// At least one mutation failed (for example, it did not converge).
-    MutationFailed,
-    /// `mutate --exit-code`: at least one object would change.
-    Changed,
-    /// The input could not be used: unreadable files, invalid mutators,
-    /// schema or condition conflicts.
-    InvalidInput,
 }
 
 /// mimalloc: fewer instructions per allocation than glibc's malloc on the

@@ -22,7 +22,7 @@ use sartor_state::Namespaces;
 use sartor_webhook::{Config, Limits, Metrics, Providers, Server, TlsFiles, Webhook};
 
 pub use self::args::ServeArgs;
-use crate::Exit;
+use sartor_offline::Exit;
 
 /// Runs `sartor serve` until SIGTERM or Ctrl-C.
 ///

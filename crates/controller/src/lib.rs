@@ -37,7 +37,7 @@ pub mod watch;
 
 pub use certs::{CertError, CertManager, CertOptions, SecretAction};
 pub use feed::Feed;
-pub use files::{Compiled, FileError, FileWatch, MutatorFiles, Reload};
+pub use files::{FileWatch, MutatorFiles, Reload};
 pub use metrics::{Metrics, RulesState};
 pub use mutators::{Group, MutatorKey, MutatorSet};
 pub use namespaces::NamespaceCache;

@@ -21,6 +21,7 @@
 //! docs say where sartor deliberately differs.
 
 pub mod analysis;
+mod compiled;
 pub mod condition;
 pub mod conflict;
 mod convergence;
@@ -40,6 +41,7 @@ pub mod system;
 pub mod targets;
 pub mod walk;
 
+pub use compiled::{Compiled, FileError, compile};
 pub use condition::{CompiledCondition, ConditionConflict};
 pub use conflict::Conflict;
 pub use expansion::{ExpandError, ExpandFailure, Expander, Generated, Template, TemplatesError};

@@ -4,14 +4,12 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use sartor_controller::FileWatch;
-use sartor_controller::SelfSigned;
+use sartor_controller::{FileWatch, SelfSigned};
 use sartor_state::{Fixed, Namespaces, Unlabelled};
 use sartor_webhook::TlsFiles;
 
 use super::ServeArgs;
 use super::signal::shutdown_signal;
-use crate::load;
 
 /// File mode: mutators from --mutators, namespaces from --namespaces.
 pub(super) async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
@@ -44,7 +42,7 @@ pub(super) async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
     let namespaces: Box<dyn Namespaces> = if args.namespaces.is_empty() {
         Box::new(Unlabelled::default())
     } else {
-        let (namespaces, errors) = load::namespaces(&args.namespaces);
+        let (namespaces, errors) = sartor_offline::namespaces(&args.namespaces);
         if !errors.is_empty() {
             anyhow::bail!("--namespaces: {}", errors.join("; "));
         }

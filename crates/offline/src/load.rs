@@ -9,11 +9,10 @@ use sartor_api::{
     mutators_from_documents, parse_mutator, read_documents, read_documents_with_stdin,
     template_from_document, visit_documents,
 };
-use sartor_controller::files::{self, FileError};
 use sartor_engine::analysis::gatekeeper::{self, Class};
 use sartor_engine::analysis::{self, Rule, Severity};
 use sartor_engine::{
-    ApiResource, Expander, Gvk, MutatorId, Scopes, System, Template, TemplatesError,
+    ApiResource, Expander, FileError, Gvk, MutatorId, Scopes, System, Template, TemplatesError,
 };
 use serde_json::{Value, json};
 
@@ -568,7 +567,7 @@ fn compile(
     HashMap<MutatorId, Origin>,
     Vec<LoadedProvider>,
 ) {
-    let compiled = files::compile(loaded);
+    let compiled = sartor_engine::compile(loaded);
     let mut findings: Vec<Finding> = compiled
         .errors
         .iter()

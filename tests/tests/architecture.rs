@@ -1,0 +1,153 @@
+//! The invariants of docs/architecture.md that the dependency graph can
+//! show, read from `cargo metadata`: which crate may depend on which, and
+//! which crates link no cluster client, no network and no async runtime.
+
+// Test code: a panic here is a failed test, not a crash on user input.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic
+)]
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::process::Command;
+
+use serde_json::Value;
+
+/// Each product crate's normal dependencies, by package name (declared
+/// ones: `--no-deps` needs no download, and no crate outside the workspace
+/// depends on kube but kube's own).
+fn dependencies() -> BTreeMap<String, BTreeSet<String>> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
+    let output = Command::new(cargo)
+        .args(["metadata", "--format-version", "1", "--no-deps", "--locked"])
+        .current_dir(sartor_tests::workspace_root())
+        .output()
+        .expect("cargo metadata runs");
+    assert!(
+        output.status.success(),
+        "cargo metadata: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let metadata: Value = serde_json::from_slice(&output.stdout).unwrap();
+    metadata["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|package| {
+            let normal = package["dependencies"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|dependency| dependency["kind"].is_null())
+                .map(|dependency| dependency["name"].as_str().unwrap().to_string())
+                .collect();
+            (package["name"].as_str().unwrap().to_string(), normal)
+        })
+        .collect()
+}
+
+/// `name`'s normal dependencies and, through the workspace's crates, theirs.
+fn reachable(graph: &BTreeMap<String, BTreeSet<String>>, name: &str) -> BTreeSet<String> {
+    let mut seen = BTreeSet::new();
+    let mut next = vec![name.to_string()];
+    while let Some(crate_name) = next.pop() {
+        for dependency in graph.get(&crate_name).into_iter().flatten() {
+            if seen.insert(dependency.clone()) {
+                next.push(dependency.clone());
+            }
+        }
+    }
+    seen
+}
+
+/// The sartor crates each product crate may depend on: location <- api <-
+/// engine <- state <- webhook, controller <- offline <- sartor (the binary).
+const ALLOWED: [(&str, &[&str]); 8] = [
+    ("sartor-location", &[]),
+    ("sartor-api", &["sartor-location"]),
+    ("sartor-engine", &["sartor-api", "sartor-location"]),
+    ("sartor-state", &["sartor-api", "sartor-engine"]),
+    (
+        "sartor-webhook",
+        &[
+            "sartor-api",
+            "sartor-engine",
+            "sartor-location",
+            "sartor-state",
+        ],
+    ),
+    (
+        "sartor-controller",
+        &["sartor-api", "sartor-engine", "sartor-state"],
+    ),
+    (
+        "sartor-offline",
+        &["sartor-api", "sartor-engine", "sartor-webhook"],
+    ),
+    (
+        "sartor",
+        &[
+            "sartor-api",
+            "sartor-controller",
+            "sartor-offline",
+            "sartor-state",
+            "sartor-webhook",
+        ],
+    ),
+];
+
+#[test]
+fn dependencies_point_one_way() {
+    let graph = dependencies();
+    for (name, allowed) in ALLOWED {
+        let sartor: BTreeSet<&str> = graph[name]
+            .iter()
+            .map(String::as_str)
+            .filter(|d| d.starts_with("sartor"))
+            .collect();
+        let allowed: BTreeSet<&str> = allowed.iter().copied().collect();
+        assert!(
+            sartor.is_subset(&allowed),
+            "{name} depends on {:?}, outside what docs/architecture.md allows ({allowed:?})",
+            sartor.difference(&allowed).collect::<Vec<_>>()
+        );
+    }
+}
+
+#[test]
+fn the_controller_and_the_webhook_do_not_know_each_other() {
+    let graph = dependencies();
+    assert!(!reachable(&graph, "sartor-controller").contains("sartor-webhook"));
+    assert!(!reachable(&graph, "sartor-webhook").contains("sartor-controller"));
+}
+
+#[test]
+fn only_the_controller_and_the_binary_link_the_cluster_client() {
+    let graph = dependencies();
+    let clients = ["kube", "kube-client", "kube-runtime"];
+    for name in [
+        "sartor-location",
+        "sartor-api",
+        "sartor-engine",
+        "sartor-state",
+        "sartor-webhook",
+        "sartor-offline",
+    ] {
+        let reached = reachable(&graph, name);
+        for client in clients {
+            assert!(!reached.contains(client), "{name} reaches {client}");
+        }
+    }
+    assert!(graph["sartor-controller"].contains("kube"));
+}
+
+#[test]
+fn the_engine_does_no_io_and_no_async() {
+    let graph = dependencies();
+    let reached = reachable(&graph, "sartor-engine");
+    for io in ["tokio", "hyper", "futures", "kube", "tracing"] {
+        assert!(!reached.contains(io), "sartor-engine reaches {io}");
+    }
+}
