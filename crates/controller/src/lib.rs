@@ -30,6 +30,7 @@ pub mod metrics;
 pub mod mutators;
 pub mod namespaces;
 pub mod providers;
+mod relist;
 pub mod rules;
 pub mod self_signed;
 pub mod status;

@@ -15,6 +15,8 @@ use sartor_state::{Lookup, Namespaces};
 use serde_json::Value;
 use tokio::sync::{OnceCell, watch};
 
+use crate::relist::{Change, Relist};
+
 /// How long a direct fetch may take on the request path (the mutating
 /// webhook's own timeout is 1 s).
 const FETCH_TIMEOUT: Duration = Duration::from_millis(500);
@@ -88,33 +90,35 @@ impl NamespaceCache {
         let mut events = watcher(api, watcher::Config::default())
             .default_backoff()
             .boxed();
-        let mut relist: Option<HashMap<String, Arc<Value>>> = None;
+        let mut relist = Relist::default();
         while let Some(event) = events.next().await {
-            match event {
-                Ok(watcher::Event::Init) => relist = Some(HashMap::new()),
-                Ok(watcher::Event::InitApply(namespace)) => {
-                    if let (Some(relist), Some((name, value))) = (&mut relist, entry(&namespace)) {
-                        relist.insert(name, value);
-                    }
+            let change = match event {
+                Ok(event) => relist.fold(event),
+                Err(error) => {
+                    relist.abandon();
+                    tracing::warn!(%error, "watching namespaces");
+                    None
                 }
-                Ok(watcher::Event::InitDone) => {
-                    if let Some(relist) = relist.take() {
-                        tracing::debug!(namespaces = relist.len(), "namespaces listed");
-                        *write(&self.inner.by_name) = relist;
-                    }
+            };
+            match change {
+                None => {}
+                Some(Change::Listed(namespaces)) => {
+                    let listed: HashMap<String, Arc<Value>> =
+                        namespaces.iter().filter_map(entry).collect();
+                    tracing::debug!(namespaces = listed.len(), "namespaces listed");
+                    *write(&self.inner.by_name) = listed;
                     self.inner.listed.send_replace(true);
                 }
-                Ok(watcher::Event::Apply(namespace)) => {
+                Some(Change::Applied(namespace)) => {
                     if let Some((name, value)) = entry(&namespace) {
                         write(&self.inner.by_name).insert(name, value);
                     }
                 }
-                Ok(watcher::Event::Delete(namespace)) => {
+                Some(Change::Deleted(namespace)) => {
                     if let Some(name) = &namespace.metadata.name {
                         write(&self.inner.by_name).remove(name);
                     }
                 }
-                Err(error) => tracing::warn!(%error, "watching namespaces"),
             }
         }
     }

@@ -1,5 +1,5 @@
 //! Watches Gatekeeper's `Provider` objects (`externaldata.gatekeeper.sh`,
-//! cluster-scoped) and keeps the webhook's external data providers equal to
+//! cluster-scoped) and keeps the external data providers in force equal to
 //! them.
 //!
 //! A Provider that Gatekeeper would refuse (no https, no caBundle, ...) or
@@ -8,14 +8,18 @@
 //! there are no providers: externalData mutators then fail per their
 //! `failurePolicy`, and the watch keeps retrying until the CRD appears.
 
+use std::collections::BTreeMap;
+
 use futures::StreamExt as _;
 use kube::api::{ApiResource, DynamicObject};
-use kube::runtime::{WatchStreamExt as _, reflector, watcher};
+use kube::runtime::{WatchStreamExt as _, watcher};
 use kube::{Api, Client};
 use sartor_api::{EXTERNAL_DATA_GROUP, Provider, parse_provider};
+use serde_json::Value;
 use tokio::sync::watch;
 
 use crate::feed::Feed;
+use crate::relist::{Change, Relist};
 use crate::watch::{is_not_served, to_value};
 
 /// The version watched: the one Gatekeeper stores.
@@ -50,27 +54,44 @@ impl ProviderWatch {
     pub async fn run(self) {
         let resource = provider_resource();
         let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &resource);
-        let writer = reflector::store::Writer::new(resource.clone());
-        let store = writer.as_reader();
-        let mut stream = reflector(writer, watcher(api, watcher::Config::default()))
+        let mut stream = watcher(api, watcher::Config::default())
             .default_backoff()
             .boxed();
+        let mut relist = Relist::default();
+        // The Provider objects by name.
+        let mut objects: BTreeMap<String, Value> = BTreeMap::new();
         let mut missing_logged = false;
         while let Some(event) = stream.next().await {
             match event {
-                Ok(watcher::Event::Init | watcher::Event::InitApply(_)) => {}
-                Ok(_) => {
+                Ok(event) => {
+                    let Some(change) = relist.fold(event) else {
+                        continue;
+                    };
                     missing_logged = false;
-                    let objects = store.state();
-                    let providers = usable(
-                        objects
-                            .iter()
-                            .filter_map(|o| to_value((**o).clone(), &resource)),
-                    );
-                    self.set(providers);
+                    match change {
+                        Change::Listed(listed) => {
+                            objects = listed
+                                .into_iter()
+                                .filter_map(|object| named(object, &resource))
+                                .collect();
+                        }
+                        Change::Applied(object) => {
+                            if let Some((name, value)) = named(object, &resource) {
+                                objects.insert(name, value);
+                            }
+                        }
+                        Change::Deleted(object) => {
+                            if let Some(name) = &object.metadata.name {
+                                objects.remove(name);
+                            }
+                        }
+                    }
+                    self.set(usable(objects.values()));
                     self.listed.send_replace(true);
                 }
                 Err(error) if is_not_served(&error) => {
+                    relist.abandon();
+                    objects.clear();
                     if !missing_logged {
                         tracing::warn!(
                             crd = "providers.externaldata.gatekeeper.sh",
@@ -112,11 +133,17 @@ impl ProviderWatch {
     }
 }
 
+/// A Provider object's name and its value as the loader reads it.
+fn named(object: DynamicObject, resource: &ApiResource) -> Option<(String, Value)> {
+    let name = object.metadata.name.clone()?;
+    Some((name, to_value(object, resource)?))
+}
+
 /// The Providers among `objects` that Gatekeeper would accept; the others
 /// are logged.
-fn usable(objects: impl Iterator<Item = serde_json::Value>) -> Vec<Provider> {
+fn usable<'a>(objects: impl Iterator<Item = &'a Value>) -> Vec<Provider> {
     objects
-        .filter_map(|value| match parse_provider(&value) {
+        .filter_map(|value| match parse_provider(value) {
             Ok(provider) => Some(provider),
             Err(error) => {
                 tracing::error!(%error, "external data provider left out");

@@ -18,6 +18,7 @@ use tokio::sync::watch;
 
 use crate::feed::Feed;
 use crate::mutators::{Group, MutatorSet};
+use crate::relist::{Change, Relist};
 use crate::status::{StatusQueue, resource};
 
 /// One watched kind.
@@ -231,8 +232,8 @@ fn crds(watched: &[Watched], missing: &[bool]) -> Vec<MutatorCrd> {
 /// What the watch loop knows of one watched kind.
 #[derive(Debug, Default)]
 struct KindState {
-    /// The objects of the list in progress (from `Init` to `InitDone`).
-    relist: Option<Vec<Value>>,
+    /// The list in progress (from `Init` to `InitDone`).
+    relist: Relist<DynamicObject>,
     /// Listed at least once, or found not installed: the set holds exactly
     /// the kind's objects.
     listed: bool,
@@ -280,31 +281,25 @@ impl KindState {
             crd = Some(CrdChange::Installed);
         }
         let changed = match event {
-            Ok(watcher::Event::Init) => {
-                self.relist = Some(Vec::new());
-                false
-            }
-            Ok(watcher::Event::InitApply(object)) => {
-                if let (Some(relist), Some(value)) =
-                    (&mut self.relist, to_value(object, &watched.resource))
-                {
-                    relist.push(value);
+            Ok(event) => match self.relist.fold(event) {
+                None => false,
+                Some(Change::Listed(objects)) => {
+                    let objects: Vec<Value> = objects
+                        .into_iter()
+                        .filter_map(|object| to_value(object, &watched.resource))
+                        .collect();
+                    tracing::debug!(kind = %kind, group = group.as_str(), objects = objects.len(), "listed");
+                    self.listed = true;
+                    set.replace(group, kind, &objects)
                 }
-                false
-            }
-            Ok(watcher::Event::InitDone) => {
-                let objects = self.relist.take().unwrap_or_default();
-                tracing::debug!(kind = %kind, group = group.as_str(), objects = objects.len(), "listed");
-                self.listed = true;
-                set.replace(group, kind, &objects)
-            }
-            Ok(watcher::Event::Apply(object)) => match to_value(object, &watched.resource) {
-                Some(value) => set.apply(group, kind, &value),
-                None => false,
-            },
-            Ok(watcher::Event::Delete(object)) => match &object.metadata.name {
-                Some(name) => set.delete(group, kind, name),
-                None => false,
+                Some(Change::Applied(object)) => match to_value(object, &watched.resource) {
+                    Some(value) => set.apply(group, kind, &value),
+                    None => false,
+                },
+                Some(Change::Deleted(object)) => match &object.metadata.name {
+                    Some(name) => set.delete(group, kind, name),
+                    None => false,
+                },
             },
             Err(error) if is_not_served(&error) => {
                 crd = Some(if self.missing {
@@ -313,7 +308,7 @@ impl KindState {
                     CrdChange::Missing
                 });
                 self.missing = true;
-                self.relist = None;
+                self.relist.abandon();
                 if matches!(error, watcher::Error::InitialListFailed(_)) {
                     // No CRD, no objects: the set is exact with none of this kind.
                     self.listed = true;
