@@ -18,6 +18,37 @@
 //! `mutations.gatekeeper.sh` `v1`, `v1beta1` and `v1alpha1` documents unchanged;
 //! the spec is the same. Unknown fields are errors, so a typo such as
 //! `pathTest:` never silently drops a guard.
+//!
+//! ```
+//! use sartor_api::{MutatorKind, mutators_from_documents, read_documents_from_str};
+//!
+//! let yaml = "apiVersion: mutations.gatekeeper.sh/v1
+//! kind: Assign
+//! metadata: {name: always-pull}
+//! spec:
+//!   applyTo: [{groups: [''], versions: [v1], kinds: [Pod]}]
+//!   location: 'spec.containers[name: *].imagePullPolicy'
+//!   parameters: {assign: {value: Always}}
+//! ---
+//! apiVersion: mutations.sartor.dev/v1
+//! kind: Assign
+//! metadata: {name: typo}
+//! spec: {location: spec.x, parameters: {asign: {value: 1}}}
+//! ";
+//! let (documents, errors) = read_documents_from_str("mutators.yaml", yaml, false);
+//! let loaded = mutators_from_documents(&documents, errors);
+//! // Gatekeeper's apiVersion reads unchanged...
+//! assert_eq!(loaded.mutators.len(), 1);
+//! assert_eq!(loaded.mutators[0].object.kind(), MutatorKind::Assign);
+//! assert_eq!(loaded.mutators[0].object.name(), "always-pull");
+//! // ...and an unknown field is an error naming the file, document and field.
+//! assert_eq!(loaded.errors.len(), 1);
+//! assert_eq!(
+//!     loaded.errors[0].to_string(),
+//!     "mutators.yaml: document 2 (Assign typo): spec.parameters.asign: unknown field \
+//!      `asign`, expected one of `pathTests`, `assign`, `conditions`"
+//! );
+//! ```
 
 mod assign;
 mod assign_image;

@@ -22,6 +22,43 @@
 //! `status.byPod` entry (its own field manager), and the Secret and the
 //! webhook rules are settled by the API server's optimistic concurrency, so
 //! no leader election is needed.
+//!
+//! File mode, end to end, without a cluster: a directory of mutators,
+//! watched and published into the state the webhook would read.
+//!
+//! ```
+//! use std::sync::Arc;
+//!
+//! use prometheus_client::registry::Registry;
+//! use sartor_controller::{Feed, FileWatch, Metrics, Reload};
+//! use sartor_state::Accepting;
+//!
+//! let dir = std::env::temp_dir().join(format!("sartor-controller-doc-{}", std::process::id()));
+//! std::fs::create_dir_all(&dir)?;
+//! std::fs::write(
+//!     dir.join("pull.yaml"),
+//!     "apiVersion: mutations.sartor.dev/v1\nkind: Assign\nmetadata: {name: pull}\n\
+//!      spec:\n  applyTo: [{groups: [''], versions: [v1], kinds: [Pod]}]\n  \
+//!      location: 'spec.containers[name: *].imagePullPolicy'\n  \
+//!      parameters: {assign: {value: Always}}\n",
+//! )?;
+//!
+//! let mut registry = Registry::with_prefix("sartor");
+//! let metrics = Arc::new(Metrics::new(&mut registry));
+//! let (publisher, state) = sartor_state::channel(Arc::new(Accepting));
+//! let mut watch = FileWatch::new(vec![dir.clone()], Feed::new(publisher, metrics));
+//!
+//! assert_eq!(watch.poll(), Reload::Published);
+//! let snapshot = state.current().ok_or("nothing published")?;
+//! assert_eq!(snapshot.system.len(), 1);
+//! assert_eq!(watch.poll(), Reload::Unchanged);
+//!
+//! let mut page = String::new();
+//! prometheus_client::encoding::text::encode(&mut page, &registry)?;
+//! assert!(page.contains("sartor_mutators{kind=\"Assign\",state=\"enforced\"} 1"));
+//! std::fs::remove_dir_all(&dir)?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 pub mod certs;
 pub mod feed;
