@@ -21,17 +21,21 @@
 //! docs say where sartor deliberately differs.
 
 pub mod analysis;
+mod annotation;
 pub mod condition;
 pub mod conflict;
 mod convergence;
 pub mod expansion;
 pub mod external;
 pub mod image;
+mod index;
 mod interference;
 pub mod labels;
 pub mod matching;
+mod mutation;
 pub mod mutator;
 mod originals;
+mod passes;
 mod patch;
 pub mod request;
 pub mod schema;
@@ -40,10 +44,12 @@ pub mod system;
 pub mod targets;
 pub mod walk;
 
+pub use annotation::MUTATIONS_ANNOTATION;
 pub use condition::{CompiledCondition, ConditionConflict};
 pub use conflict::Conflict;
 pub use expansion::{ExpandError, ExpandFailure, Expander, Generated, Template, TemplatesError};
 pub use external::{Answers, Asks, NoAnswers, ProviderAnswers};
+pub use mutation::{Change, Failure, MutateError, Mutation, ObjectRef};
 pub use mutator::{
     Applies, ApplyError, CompileError, Mutator, MutatorId, Operations, Problem, Terminal,
 };
@@ -53,5 +59,5 @@ pub use request::{Admission, Gvk, NamespaceLookup, NoNamespaces, Operation, Requ
 pub use sartor_api::Protection;
 pub use schema::{SchemaConflict, Shape};
 pub use scope::{ApiResource, Placement, Scopes};
-pub use system::{Change, Failure, MUTATIONS_ANNOTATION, MutateError, Mutation, ObjectRef, System};
+pub use system::System;
 pub use targets::{KindPattern, Targets};

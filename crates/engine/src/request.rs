@@ -243,6 +243,24 @@ impl<'a> Admission<'a> {
             ..self
         }
     }
+
+    /// What matching reads of this admission besides the object. Its
+    /// Namespace object is looked up when it has a namespace and
+    /// `needs_namespace()` says a mutator that may apply needs it.
+    pub(crate) fn request(&self, needs_namespace: impl FnOnce() -> bool) -> Request<'_> {
+        let namespace = self.namespace.as_deref();
+        let namespace_object = match namespace {
+            Some(name) if needs_namespace() => self.namespaces.namespace(name),
+            _ => None,
+        };
+        Request {
+            operation: self.operation,
+            source: self.source,
+            namespace,
+            namespace_object,
+            username: self.username,
+        }
+    }
 }
 
 impl fmt::Debug for Admission<'_> {
