@@ -1,6 +1,6 @@
 //! The `sartor.dev/mutations` annotation: which mutators changed an object,
-//! written once it converged when the system is asked to
-//! ([`System::set_annotate`](crate::System::set_annotate)), like Gatekeeper's
+//! written once it converged when the admission asks for it
+//! ([`Admission::annotate`](crate::Admission::annotate)), like Gatekeeper's
 //! `gatekeeper.sh/mutations` with `--mutation-annotations`.
 
 use std::collections::BTreeSet;
@@ -11,7 +11,8 @@ use crate::mutation::Change;
 use crate::mutator::MutatorId;
 use crate::originals::{At, Originals};
 
-/// The annotation listing the mutators that changed an object, when enabled.
+/// The annotation listing the mutators that changed an object, when the
+/// admission asks for it.
 pub const MUTATIONS_ANNOTATION: &str = "sartor.dev/mutations";
 
 const METADATA: At<'static> = At::Field("metadata");

@@ -43,7 +43,7 @@ pub(crate) struct Run<'a> {
     pub(crate) answers: &'a dyn ProviderAnswers,
     /// Whether pass 1's changes keep their keys ([`Admission::paths`](crate::Admission::paths)).
     pub(crate) paths: bool,
-    /// Whether to write the annotation ([`System::set_annotate`](crate::System::set_annotate)).
+    /// Whether to write the annotation ([`Admission::annotate`](crate::Admission::annotate)).
     pub(crate) annotate: bool,
 }
 

@@ -50,6 +50,10 @@ pub struct Admission<'a> {
     /// their mutator and location; a caller that reads no paths saves a copy
     /// of a key per change.
     pub paths: bool,
+    /// Whether to list the mutators that changed the object in the
+    /// `sartor.dev/mutations` annotation ([`MUTATIONS_ANNOTATION`](crate::MUTATIONS_ANNOTATION));
+    /// off by default, like Gatekeeper's `--mutation-annotations`.
+    pub annotate: bool,
     /// The requesting user's name (`userInfo.username`), the key of
     /// externalData with `dataSource: Username`; `""` offline.
     pub username: &'a str,
@@ -166,6 +170,7 @@ impl<'a> Admission<'a> {
             namespaces: &NoNamespaces,
             patch: false,
             paths: true,
+            annotate: false,
             username: "",
             answers: &NoAnswers,
         }
@@ -234,6 +239,13 @@ impl<'a> Admission<'a> {
         }
     }
 
+    /// The same admission, listing the mutators that changed the object in
+    /// the `sartor.dev/mutations` annotation when `annotate`.
+    #[must_use]
+    pub fn annotate(self, annotate: bool) -> Admission<'a> {
+        Admission { annotate, ..self }
+    }
+
     /// The same admission, leaving the first pass's changes without the keys
     /// of the elements they changed ([`Admission::paths`]).
     #[must_use]
@@ -272,6 +284,7 @@ impl fmt::Debug for Admission<'_> {
             .field("namespace", &self.namespace)
             .field("patch", &self.patch)
             .field("paths", &self.paths)
+            .field("annotate", &self.annotate)
             .field("username", &self.username)
             .finish_non_exhaustive()
     }

@@ -45,7 +45,6 @@ pub struct System {
     condition_conflicts: BTreeMap<MutatorId, Vec<ConditionConflict>>,
     /// Every mutator in schema or condition conflict: skipped.
     conflicted: BTreeSet<MutatorId>,
-    annotate: bool,
 }
 
 // === impl System ===
@@ -54,12 +53,6 @@ impl System {
     /// An empty system.
     pub fn new() -> System {
         System::default()
-    }
-
-    /// Adds the `sartor.dev/mutations` annotation to every object it changes
-    /// (off by default, like Gatekeeper's `--mutation-annotations`).
-    pub fn set_annotate(&mut self, annotate: bool) {
-        self.annotate = annotate;
     }
 
     /// Adds or replaces a mutator. Returns the mutators this puts in schema
@@ -322,7 +315,7 @@ impl System {
             external,
             answers: admission.answers,
             paths: admission.paths,
-            annotate: self.annotate,
+            annotate: admission.annotate,
         };
         let mut originals = Originals::default();
         let settled = if external && external::holds_placeholder_field(object) {

@@ -325,10 +325,7 @@ impl Webhook {
     }
 
     /// Swaps in a new snapshot; requests in flight finish on the old one.
-    pub fn publish(&self, mut snapshot: Snapshot) {
-        snapshot
-            .system
-            .set_annotate(self.settings.mutation_annotations);
+    pub fn publish(&self, snapshot: Snapshot) {
         self.metrics
             .set_mutators(&snapshot.system, &snapshot.errors);
         self.snapshot.send_replace(Some(Arc::new(snapshot)));
@@ -465,7 +462,9 @@ impl Webhook {
                 self.failed(uid, "sartor has not loaded its mutators yet".to_string());
             return Ok(Admit::Answer(response, outcome));
         };
-        let admission = Admission::new(object).operation(operation);
+        let admission = Admission::new(object)
+            .operation(operation)
+            .annotate(self.settings.mutation_annotations);
         // The request's namespace: the object may omit it.
         let namespace = (!admission.gvk.is_namespace() && !request.namespace.is_empty())
             .then_some(request.namespace.as_str());

@@ -1,8 +1,8 @@
 //! The System: order, chaining, convergence, conflicts, trace.
 
 use sartor_api::MutatorKind;
-use sartor_engine::{Mutator, MutatorId, Request, System};
-use serde_json::json;
+use sartor_engine::{Admission, Mutator, MutatorId, Request, System};
+use serde_json::{Value, json};
 
 use super::{assign, mutate, objects, pod, system};
 
@@ -312,7 +312,7 @@ fn mutators_that_never_share_an_operation_or_kind_do_not_conflict() {
 
 #[test]
 fn the_mutations_annotation_lists_what_changed_the_object() {
-    let mut system = system(&format!(
+    let system = system(&format!(
         "{}---\n{}",
         assign(
             "pull",
@@ -322,15 +322,21 @@ fn the_mutations_annotation_lists_what_changed_the_object() {
         assign("never", "spec.x", "{assign: {value: 1}}")
             .replace("kinds: [Pod]", "kinds: [Secret]"),
     ));
-    system.set_annotate(true);
-    let request = Request::create(Some("default"));
-    let (out, _) = mutate(&system, &pod(&["app"]), &request).unwrap();
+    let annotated = |object: &Value| {
+        let mut object = object.clone();
+        let admission = Admission::new(&object)
+            .namespace(Some("default"))
+            .annotate(true);
+        let mutation = system.mutate(&admission, &mut object).unwrap();
+        (object, mutation)
+    };
+    let (out, _) = annotated(&pod(&["app"]));
     assert_eq!(
         out["metadata"]["annotations"],
         json!({"sartor.dev/mutations": "Assign/pull:0"})
     );
     // Nothing changed, nothing added.
-    let (again, mutation) = mutate(&system, &out, &request).unwrap();
+    let (again, mutation) = annotated(&out);
     assert_eq!(again, out);
     assert!(!mutation.changed());
 }
