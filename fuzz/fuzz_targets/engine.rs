@@ -17,7 +17,7 @@
 //!   Namespace lookup and no external data here), so the last pass of the
 //!   first run *is* the first pass of the second. AssignMetadata sets only
 //!   what is missing, which is idempotent too. The annotation
-//!   (`Admission::annotated`) is off: it records the mutators that changed the
+//!   (`Admission::annotate`) is off: it records the mutators that changed the
 //!   object, which a second run on a fixed point does not repeat.
 #![no_main]
 

@@ -20,11 +20,15 @@
 
 use serde_json::Value;
 
+use crate::mutation::{Change, Failure, Key, Step};
 use crate::originals::Originals;
-use crate::system::{Change, Key, Step};
 
 /// Replays allowed before switching to a copy per pass.
 const REPLAYS: u8 = 2;
+
+/// Runs the first `passes` passes again on `start` (its arguments, in
+/// order), failing as the passes did.
+pub(crate) type Replay<'r> = dyn FnMut(&mut Value, usize) -> Result<(), Box<Failure>> + 'r;
 
 /// The convergence check of one mutation.
 #[derive(Debug)]
@@ -69,8 +73,8 @@ impl Convergence {
         changes: &[Change],
         object: &Value,
         originals: &Originals<'_>,
-        replay: &mut dyn FnMut(&mut Value, usize) -> Result<(), crate::MutateError>,
-    ) -> Result<bool, crate::MutateError> {
+        replay: &mut Replay<'_>,
+    ) -> Result<bool, Box<Failure>> {
         let kept = self.start.take();
         if changes.is_empty() {
             return Ok(true);

@@ -305,6 +305,21 @@ pub(crate) fn holds_placeholder_field(value: &Value) -> bool {
     }
 }
 
+/// Once a mutation converged: the providers and keys the placeholders in
+/// `object` ask for, and what [`resolve`] made of them (`Done` when there
+/// is none).
+pub(crate) fn put_in_place(
+    object: &mut Value,
+    answers: &dyn ProviderAnswers,
+) -> (Asks, Resolution) {
+    let asks = asks(object);
+    if asks.is_empty() {
+        return (asks, Resolution::Done);
+    }
+    let resolution = resolve(object, answers);
+    (asks, resolution)
+}
+
 /// The providers and keys the placeholders in `object` ask for.
 pub(crate) fn asks(object: &Value) -> Asks {
     let mut asks = Asks::new();

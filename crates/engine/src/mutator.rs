@@ -596,7 +596,7 @@ impl Mutator {
     }
 
     /// Its compiled `match` criteria.
-    pub fn matcher(&self) -> &Matcher {
+    pub(crate) fn matcher(&self) -> &Matcher {
         &self.matcher
     }
 

@@ -50,9 +50,9 @@ pub struct Admission<'a> {
     /// their mutator and location; a caller that reads no paths saves a copy
     /// of a key per change.
     pub paths: bool,
-    /// Whether a changed object gets the `sartor.dev/mutations` annotation
-    /// naming the mutators that changed it (off by default, like
-    /// Gatekeeper's `--mutation-annotations`).
+    /// Whether to list the mutators that changed the object in the
+    /// `sartor.dev/mutations` annotation ([`MUTATIONS_ANNOTATION`](crate::MUTATIONS_ANNOTATION));
+    /// off by default, like Gatekeeper's `--mutation-annotations`.
     pub annotate: bool,
     /// The requesting user's name (`userInfo.username`), the key of
     /// externalData with `dataSource: Username`; `""` offline.
@@ -239,10 +239,10 @@ impl<'a> Admission<'a> {
         }
     }
 
-    /// The same admission, annotating a changed object with the mutators
-    /// that changed it ([`Admission::annotate`]).
+    /// The same admission, listing the mutators that changed the object in
+    /// the `sartor.dev/mutations` annotation when `annotate`.
     #[must_use]
-    pub fn annotated(self, annotate: bool) -> Admission<'a> {
+    pub fn annotate(self, annotate: bool) -> Admission<'a> {
         Admission { annotate, ..self }
     }
 
@@ -253,6 +253,24 @@ impl<'a> Admission<'a> {
         Admission {
             paths: false,
             ..self
+        }
+    }
+
+    /// What matching reads of this admission besides the object. Its
+    /// Namespace object is looked up when it has a namespace and
+    /// `needs_namespace()` says a mutator that may apply needs it.
+    pub(crate) fn request(&self, needs_namespace: impl FnOnce() -> bool) -> Request<'_> {
+        let namespace = self.namespace.as_deref();
+        let namespace_object = match namespace {
+            Some(name) if needs_namespace() => self.namespaces.namespace(name),
+            _ => None,
+        };
+        Request {
+            operation: self.operation,
+            source: self.source,
+            namespace,
+            namespace_object,
+            username: self.username,
         }
     }
 }
@@ -266,6 +284,7 @@ impl fmt::Debug for Admission<'_> {
             .field("namespace", &self.namespace)
             .field("patch", &self.patch)
             .field("paths", &self.paths)
+            .field("annotate", &self.annotate)
             .field("username", &self.username)
             .finish_non_exhaustive()
     }

@@ -138,11 +138,6 @@ impl SchemaDb {
         self.conflicted = still.into_iter().collect();
     }
 
-    /// Whether the mutator is in conflict (and must be skipped).
-    pub fn is_conflicted(&self, id: &MutatorId) -> bool {
-        self.conflicted.contains(id)
-    }
-
     /// Every mutator in conflict.
     pub fn conflicted(&self) -> &BTreeSet<MutatorId> {
         &self.conflicted

@@ -209,6 +209,7 @@ impl Changed {
     /// replaced by the key of the element visited, read from `object` (the
     /// object after the walk). An element without a string or integer key
     /// keeps the glob or exclusion.
+    #[cfg(test)]
     pub fn path(&self, location: &Path, object: &Value) -> Path {
         pinned(location, &self.keys(location, object))
     }
@@ -217,6 +218,7 @@ impl Changed {
     /// `location`, in order, read from `object` (the object after the walk);
     /// the selector itself for an element without a string or integer key.
     /// What [`Changed::path`] pins, without building the path.
+    #[cfg(test)]
     pub fn keys(&self, location: &Path, object: &Value) -> Vec<KeyValue> {
         KeyReader::new(location, object).keys(self)
     }
@@ -329,6 +331,7 @@ pub fn pinned(location: &Path, keys: &[KeyValue]) -> Path {
 ///
 /// # Errors
 /// A [`WalkError`] naming the place where the object does not fit the location.
+#[cfg(test)]
 pub fn mutate(
     location: &Path,
     tests: &PathTests,

@@ -6,10 +6,9 @@ use std::collections::{HashMap, HashSet};
 use anyhow::Context as _;
 use clap::{Args, ValueEnum};
 use sartor_api::{Document, Input};
-use sartor_engine::matching::MatchError;
 use sartor_engine::{
-    Admission, ExpandFailure, Expander, Failure, Generated, Gvk, MutateError, Mutation, ObjectRef,
-    Operation, Placement, Scopes, Source,
+    Admission, ExpandFailure, Expander, Failure, Generated, Gvk, MatchError, MutateError, Mutation,
+    ObjectRef, Operation, Placement, Scopes, Source,
 };
 use serde_json::{Value, json};
 

@@ -411,7 +411,7 @@ impl Webhook {
         };
         let admission = Admission::new(object)
             .operation(operation)
-            .annotated(self.settings.mutation_annotations);
+            .annotate(self.settings.mutation_annotations);
         // The request's namespace: the object may omit it.
         let namespace = (!admission.gvk.is_namespace() && !request.namespace.is_empty())
             .then_some(request.namespace.as_str());

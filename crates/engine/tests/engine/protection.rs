@@ -14,12 +14,8 @@ const LABEL_EVERYTHING: &str = "apiVersion: mutations.sartor.dev/v1\nkind: Assig
 
 /// `object` through `System::mutate` (with a patch asked for): the object as
 /// it comes out, and what happened.
-fn admit(system: &System, object: &Value, operation: Operation) -> (Value, Mutation) {
-    admit_annotated(system, object, operation, false)
-}
-
-/// [`admit`], asking for the `sartor.dev/mutations` annotation when `annotate`.
-fn admit_annotated(
+/// Mutates a copy of `object`, annotating it when `annotate`.
+fn admit(
     system: &System,
     object: &Value,
     operation: Operation,
@@ -28,7 +24,7 @@ fn admit_annotated(
     let admission = Admission::new(object)
         .operation(operation)
         .with_patch()
-        .annotated(annotate);
+        .annotate(annotate);
     let mut out = object.clone();
     let mutation = system.mutate(&admission, &mut out).unwrap();
     (out, mutation)
@@ -94,7 +90,7 @@ fn a_mutator_matching_everything_leaves_protected_objects_unchanged() {
     for operation in [Operation::Create, Operation::Update] {
         for (object, protection) in &protected {
             // Not annotated either: nothing is written to a protected object.
-            let (out, mutation) = admit_annotated(&system, object, operation, true);
+            let (out, mutation) = admit(&system, object, operation, true);
             assert_eq!(out, *object, "{operation:?}");
             assert_eq!(
                 mutation,
@@ -118,7 +114,7 @@ fn the_same_mutator_labels_a_config_map() {
         "metadata": {"name": "settings", "namespace": "default"},
         "data": {"mode": "fast"},
     });
-    let (out, mutation) = admit(&system, &config_map, Operation::Create);
+    let (out, mutation) = admit(&system, &config_map, Operation::Create, false);
     assert_eq!(
         out,
         json!({
@@ -143,7 +139,7 @@ fn gatekeepers_groups_outside_its_webhooks_list_are_mutated() {
         "metadata": {"name": "pods"},
         "spec": {"gvks": [{"group": "", "version": "v1", "kind": "Pod"}]},
     });
-    let (out, mutation) = admit(&system, &sync_set, Operation::Create);
+    let (out, mutation) = admit(&system, &sync_set, Operation::Create, false);
     assert_eq!(out["metadata"]["labels"], json!({"mutated": "yes"}));
     assert_eq!(mutation.protected, None);
 }
