@@ -271,12 +271,7 @@ mod tests {
     }
 
     fn crd(kind: MutatorKind, installed: bool) -> MutatorCrd {
-        MutatorCrd {
-            group: "mutations.sartor.dev",
-            kind,
-            name: format!("{}.mutations.sartor.dev", kind.as_str().to_lowercase()),
-            installed,
-        }
+        MutatorCrd::new("mutations.sartor.dev", kind, installed)
     }
 
     #[test]

@@ -62,6 +62,20 @@ pub struct MutatorCrd {
     pub installed: bool,
 }
 
+impl MutatorCrd {
+    /// The CRD of `kind` in `group`, installed or not; named
+    /// `PLURAL.GROUP`, a mutator kind's plural being its lowercase name
+    /// (sartor's and Gatekeeper's CRDs alike).
+    pub fn new(group: &'static str, kind: MutatorKind, installed: bool) -> MutatorCrd {
+        MutatorCrd {
+            group,
+            kind,
+            name: format!("{}.{group}", kind.as_str().to_lowercase()),
+            installed,
+        }
+    }
+}
+
 /// A Provider that could not be put in force (an unusable CA bundle or url).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("Provider {name}: {reason}")]
@@ -207,12 +221,7 @@ mod tests {
     use super::*;
 
     fn crd(kind: MutatorKind, installed: bool) -> MutatorCrd {
-        MutatorCrd {
-            group: "mutations.sartor.dev",
-            kind,
-            name: format!("{}.mutations.sartor.dev", kind.as_str().to_lowercase()),
-            installed,
-        }
+        MutatorCrd::new("mutations.sartor.dev", kind, installed)
     }
 
     #[test]

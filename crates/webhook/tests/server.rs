@@ -809,11 +809,8 @@ async fn readyz_turns_ready_with_the_first_snapshot() {
 #[tokio::test]
 async fn readyz_names_the_crds_not_installed_and_stays_ready() {
     let harness = Setup::new().start("readyz-crds").await;
-    let crd = |kind: MutatorKind, group: &'static str, installed: bool| MutatorCrd {
-        group,
-        kind,
-        name: format!("{}.{group}", kind.as_str().to_lowercase()),
-        installed,
+    let crd = |kind: MutatorKind, group: &'static str, installed: bool| {
+        MutatorCrd::new(group, kind, installed)
     };
     harness.feed.set_crds(vec![
         crd(MutatorKind::Assign, "mutations.sartor.dev", true),
