@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The repository-preview figure of crates/cli/README.md: `sartor mutate
+# The repository-preview figure of crates/cli/README.md (its run in bench/runs): `sartor mutate
 # --expand` over a generated repository of 10,000 objects (5,000 Deployments,
 # 5,000 Pods, in 10 namespaces) and 100 mutators, timed with GNU time.
 #

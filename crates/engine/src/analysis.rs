@@ -14,7 +14,7 @@
 //! false alarms: a finding is only reported when the pattern holds on every
 //! object the mutators can match (shadowed, never applies), or when the
 //! mutators name a kind and field for which Kubernetes itself is known to
-//! behave so (breaks UPDATE, fights a controller). The engine README's "What
+//! behave so (breaks UPDATE, fights a controller). docs/semantics.md's "What
 //! sartor proves about a mutator set" gives each rule its argument and limits.
 //!
 //! Mutators in schema conflict are left out: they are not enforced, and the

@@ -654,7 +654,7 @@ proptest! {
 
     /// A set the analysis finds free of may-not-converge converges, except
     /// where an AssignImage meets a reference it cannot parse (input
-    /// dependent, as in Gatekeeper; see the engine README).
+    /// dependent, as in Gatekeeper; see docs/semantics.md).
     #[test]
     fn a_set_free_of_may_not_converge_converges(
         picks in prop::collection::vec(0usize..POOL, 1..8),

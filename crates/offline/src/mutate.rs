@@ -91,7 +91,7 @@ pub struct MutateArgs {
     #[arg(long)]
     exit_code: bool,
     /// Recorded answers of external data providers (a YAML file mapping
-    /// each Provider's name to its ProviderResponse; see crates/cli/README.md);
+    /// each Provider's name to its ProviderResponse; see docs/cli.md);
     /// repeat the flag for more. A key the mutators ask for that is not
     /// recorded is an error: sartor calls no provider unless --call-providers.
     #[arg(long = "provider-answers", value_name = "FILE", action = clap::ArgAction::Append)]

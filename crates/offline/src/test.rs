@@ -56,7 +56,7 @@ use crate::{Exit, load, report};
 /// expected. Prints a PASS/FAIL line per case, with a diff for each failure,
 /// and a summary. Exit 0 when every case passes, 1 when any fails, 2 when a
 /// suite cannot be read or its mutators are invalid. The suite format is
-/// described in crates/cli/README.md.
+/// described in docs/cli.md.
 #[derive(Debug, Args)]
 pub struct TestArgs {
     /// Suite files, or directories searched recursively for `*.sartor-test.yaml`.
