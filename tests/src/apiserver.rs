@@ -8,7 +8,7 @@
 //! How sartor behaves against the real thing (CRDs, watches, status written
 //! by server-side apply under one field manager per replica, the managed
 //! certificate and caBundle injection, RBAC, Gatekeeper's kinds, a missing
-//! CRD) is tested in `crates/cli/tests/cluster`, against kube-apiserver. This
+//! CRD) is tested in `tests/tests/cluster`, against kube-apiserver. This
 //! serves only what the tests that need failures, holds or call records use;
 //! see [`ApiServer`] for exactly what.
 

@@ -4,6 +4,7 @@
 //! `tests/` directory; it is never published.
 
 pub mod apiserver;
+pub mod binary;
 pub mod cluster;
 pub mod https;
 pub mod provider;

@@ -7,7 +7,7 @@
 //! The in-memory stand-in (`sartor_tests::apiserver`) against a real kube-rs
 //! client: what kube sends, that the answers it needs come back, and that
 //! failures, holds and call records work. Only what the stand-in's users
-//! need is here; the real API server is tested in crates/cli/tests/cluster.
+//! need is here; the real API server is tested in tests/tests/cluster.
 
 use std::collections::BTreeMap;
 use std::time::Duration;

@@ -1,6 +1,7 @@
 //! `sartor serve` as a user runs it: the real binary, a self-signed
 //! certificate, real TLS on 127.0.0.1, and a mutator directory edited while
-//! it serves. Cluster mode against a real API server is in `tests/cluster/`.
+//! it serves. Cluster mode against a real API server is in the end-to-end
+//! crate, `tests/tests/cluster/`.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,

@@ -4,7 +4,7 @@
 //! expiry (which a test cannot wait for), a lost create race (an injected
 //! 409). The Secret, the caBundle of both configurations and a deleted
 //! Secret replaced by a new CA are tested against kube-apiserver in
-//! crates/cli/tests/cluster.
+//! tests/tests/cluster.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,

@@ -2,7 +2,7 @@
 //! stand-in (sartor_tests::apiserver) for what kube-apiserver cannot do on
 //! demand: held lists, injected failures, exact calls and counts. Mutators
 //! added, deleted and enforced, Gatekeeper compat and status entries kept per
-//! replica are tested against kube-apiserver in crates/cli/tests/cluster.
+//! replica are tested against kube-apiserver in tests/tests/cluster.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,

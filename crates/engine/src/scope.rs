@@ -27,7 +27,7 @@ pub const BUILTIN_KUBERNETES_VERSION: &str = "1.37.2";
 
 /// `kubectl api-resources` of a kube-apiserver at
 /// [`BUILTIN_KUBERNETES_VERSION`] with no CRDs; regenerate with
-/// `SARTOR_BLESS=1 cargo test -p sartor --test cluster scope`.
+/// `SARTOR_BLESS=1 cargo test -p sartor-tests --test cluster scope`.
 const BUILTIN: &str = include_str!("scope/api-resources.txt");
 
 static BUILTIN_SCOPES: LazyLock<Scopes> = LazyLock::new(|| {

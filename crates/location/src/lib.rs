@@ -52,8 +52,8 @@
 mod error;
 mod parser;
 mod path;
-mod path_test;
+mod tester;
 
 pub use error::{Expected, Found, ParseError, Reason, Result};
 pub use path::{KeySet, KeySetError, KeyValue, ListSelector, Literal, Node, Path, ShapeError};
-pub use path_test::{Condition, PathTest, PathTestError, PathTests, UnknownCondition};
+pub use tester::{Condition, PathTest, PathTestError, PathTests, UnknownCondition};

@@ -65,7 +65,7 @@ fn indent(text: &str, by: usize) -> String {
 }
 
 /// The install, applied (server-side) unless an earlier trial did: for
-/// trials run alone (`cargo test -p sartor --test cluster NAME`).
+/// trials run alone (`cargo test -p sartor-tests --test cluster NAME`).
 pub fn ensure(suite: &mut Suite) -> Result<&Install, String> {
     if suite.install.is_none() {
         let port = free_port()?;

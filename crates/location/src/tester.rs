@@ -1,5 +1,5 @@
-//! pathTests: conditions on the parts of a location that must (not) exist
-//! before a mutator may set it.
+//! pathTests (Gatekeeper's `path/tester`): conditions on the parts of a location
+//! that must (not) exist before a mutator may set it.
 
 use std::fmt;
 use std::str::FromStr;

@@ -357,7 +357,7 @@ pub fn sartor_is_reinvoked_after_another_webhook(suite: &mut Suite) -> Result<()
     let metrics = free_port()?;
     let injector = sartor_tests::cluster::Guarded::spawn(
         "injector",
-        crate::sartor_bin(),
+        sartor_tests::binary::sartor()?,
         &[
             "serve".into(),
             "--mutators".into(),

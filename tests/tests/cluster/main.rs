@@ -15,7 +15,7 @@
 //! trials would have (the install, a replica, the examples), so any one runs
 //! alone.
 //!
-//! Run it alone: `cargo test -p sartor --test cluster` (add a trial name to
+//! Run it alone: `cargo test -p sartor-tests --test cluster` (add a trial name to
 //! filter; `SARTOR_KEEP_TEST_DIRS=1` keeps the logs and kubeconfig).
 
 // Test code: a panic here is a failed test, not a crash on user input.
@@ -39,7 +39,7 @@ mod scope;
 
 use std::io::{Read as _, Write as _};
 use std::net::{SocketAddr, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -186,15 +186,13 @@ pub fn probe_pod(suite: &Suite) -> Result<Value, String> {
     )?)
 }
 
-/// The `sartor` binary under test.
-pub fn sartor_bin() -> &'static Path {
-    Path::new(env!("CARGO_BIN_EXE_sartor"))
-}
-
 /// Runs `sartor args...` to completion: stdout, or the error with stderr.
 pub fn sartor(args: &[&str]) -> Result<String, String> {
-    sartor_tests::cluster::run(std::process::Command::new(sartor_bin()).args(args), None)
-        .map_err(|e| format!("sartor {}: {e}", args.join(" ")))
+    sartor_tests::cluster::run(
+        std::process::Command::new(sartor_tests::binary::sartor()?).args(args),
+        None,
+    )
+    .map_err(|e| format!("sartor {}: {e}", args.join(" ")))
 }
 
 /// A `sartor serve` replica running out of cluster against the control plane.
@@ -269,7 +267,7 @@ impl Sartor {
         args.extend(extra.iter().map(|s| (*s).to_string()));
         let process = Guarded::spawn(
             &format!("sartor {pod}"),
-            sartor_bin(),
+            sartor_tests::binary::sartor()?,
             &args,
             &[
                 ("KUBECONFIG", kubeconfig.display().to_string()),

@@ -372,7 +372,7 @@ struct Flag {
 /// `sartor serve --help`, without the environment variables that would show
 /// up in it.
 fn serve_help() -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_sartor"))
+    let out = Command::new(sartor_tests::binary::sartor().unwrap())
         .args(["serve", "--help"])
         .env_remove("POD_NAMESPACE")
         .env_remove("POD_NAME")

@@ -57,7 +57,7 @@ pub fn builtin_scopes_are_the_api_servers_discovery(suite: &mut Suite) -> Result
     if live != ours {
         return Err(format!(
             "{TABLE} differs from this API server's discovery (regenerate with SARTOR_BLESS=1 \
-             cargo test -p sartor --test cluster scope):\nonly live: {:?}\nonly checked in: {:?}",
+             cargo test -p sartor-tests --test cluster scope):\nonly live: {:?}\nonly checked in: {:?}",
             live.difference(&ours).collect::<Vec<_>>(),
             ours.difference(&live).collect::<Vec<_>>()
         ));
@@ -87,6 +87,8 @@ pub fn namespace_less_manifests_are_stored_as_sartor_mutate_predicts(
     suite: &mut Suite,
 ) -> Result<(), String> {
     let pod_name = examples_enforced(suite)?;
+    // The fixtures that the binary's own tests (crates/cli/tests/cli.rs)
+    // mutate offline; here the API server has the last word.
     let fixtures = repo().join("crates/cli/tests/fixtures/namespace-less");
     let file = |name: &str| fixtures.join(name).display().to_string();
     suite

@@ -14,7 +14,8 @@ use crate::admission::{replica, wait_enforced};
 use crate::external::install_provider_crd;
 use crate::{Suite, eventually, json, repo_path, same};
 
-/// The mutator: `mutated: "yes"` on every object of every kind.
+/// The mutator: `mutated: "yes"` on every object of every kind. A fixture
+/// of the binary's own tests (`crates/cli/tests/cli.rs`), read from there.
 const MUTATOR: &str = "crates/cli/tests/fixtures/label-everything.yaml";
 
 /// Its name, and the label it writes.

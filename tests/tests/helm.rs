@@ -15,7 +15,7 @@
 //! the README's values table) need no tool and always run. The trials run one after another; the first that needs a control
 //! plane starts it, and the others reuse it.
 //!
-//! Run it: `cargo test -p sartor --test helm` (add a trial name to filter).
+//! Run it: `cargo test -p sartor-tests --test helm` (add a trial name to filter).
 
 // Test code: indexing a JSON value that is not the shape expected panics,
 // which is a failed test.
@@ -375,7 +375,7 @@ fn the_example_repository_previews_through_kustomize(tools: &Tools) -> Result<()
         &["kustomize", "examples/repo/overlays/prod"],
     )?;
     let preview = run(
-        Command::new(env!("CARGO_BIN_EXE_sartor"))
+        Command::new(sartor_tests::binary::sartor()?)
             .current_dir(repo())
             .args(["mutate", "--expand"]),
         Some(&built),
