@@ -91,6 +91,7 @@ const ALLOWED: [(&str, &[&str]); 8] = [
         &[
             "sartor-api",
             "sartor-controller",
+            "sartor-engine",
             "sartor-offline",
             "sartor-state",
             "sartor-webhook",

@@ -4,6 +4,7 @@
 //! prints results. Results go to stdout, problems to stderr. Exit codes:
 //! 0 ok, 1 a mutation failed, 2 invalid input.
 
+mod audit;
 mod crds;
 mod serve;
 
@@ -33,6 +34,7 @@ enum Command {
     Lint(lint::LintArgs),
     Test(test::TestArgs),
     Serve(Box<serve::ServeArgs>),
+    Audit(audit::AuditArgs),
     Crds(crds::CrdsArgs),
 }
 
@@ -49,6 +51,7 @@ fn main() -> ExitCode {
         Command::Lint(args) => lint::run(&args),
         Command::Test(args) => test::run(&args),
         Command::Serve(args) => serve::run(&args),
+        Command::Audit(args) => audit::run(&args),
         Command::Crds(args) => crds::run(&args),
     };
     match outcome {

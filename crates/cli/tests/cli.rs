@@ -179,6 +179,21 @@ fn invalid_mutators_exit_2_naming_file_document_and_field() {
 }
 
 #[test]
+fn audit_refuses_invalid_mutator_files_before_reaching_a_cluster() {
+    let broken = PULL.replace(
+        "'spec.containers[name: *].imagePullPolicy'",
+        "'spec.containers[name: *'",
+    );
+    let dir = scratch("audit-invalid", &[("pull.yaml", &broken)]);
+    let (code, stdout, stderr) = sartor(&dir, &["audit", "-m", "pull.yaml"], "");
+    assert_eq!((code, stdout.as_str()), (2, ""));
+    assert_eq!(
+        stderr,
+        "error: pull.yaml: document 1: Assign pull: spec.location: invalid location \"spec.containers[name: *\": expected ']' at 23, found end of location\n  spec.containers[name: *\n                         ^\n"
+    );
+}
+
+#[test]
 fn schema_conflicts_exit_2() {
     let set = "apiVersion: mutations.sartor.dev/v1
 kind: ModifySet

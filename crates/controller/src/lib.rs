@@ -60,6 +60,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub mod audit;
 pub mod certs;
 pub mod feed;
 pub mod files;

@@ -40,6 +40,7 @@ mod report;
 pub mod test;
 
 pub use load::namespaces;
+pub use mutate::{colour, yaml_diff};
 
 /// How a command ended, mapped to the exit code other tools rely on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -672,7 +672,7 @@ pub(crate) fn to_yaml(value: &Value) -> anyhow::Result<String> {
 
 /// A unified diff of two values printed as YAML, each with its header label;
 /// empty when they print the same.
-pub(crate) fn yaml_diff(before: (&str, &Value), after: (&str, &Value)) -> anyhow::Result<String> {
+pub fn yaml_diff(before: (&str, &Value), after: (&str, &Value)) -> anyhow::Result<String> {
     let old = to_yaml(before.1)?;
     let new = to_yaml(after.1)?;
     if old == new {
@@ -687,7 +687,7 @@ pub(crate) fn yaml_diff(before: (&str, &Value), after: (&str, &Value)) -> anyhow
 
 /// Colours a unified diff for a terminal: removals red, additions green,
 /// hunk headers cyan. Left as it is when stdout is not a terminal.
-pub(crate) fn colour(diff: &str) -> String {
+pub fn colour(diff: &str) -> String {
     use std::io::IsTerminal as _;
     if !std::io::stdout().is_terminal() {
         return diff.to_string();

@@ -27,6 +27,7 @@
 )]
 
 mod admission;
+mod audit;
 mod compat;
 mod crds;
 mod external;
@@ -86,6 +87,7 @@ const TRIALS: &[Check<Suite>] = trials![
     compat::a_missing_crd_is_named_and_the_other_kinds_served,
     compat::no_crd_of_sartors_keeps_the_replica_not_ready,
     external::providers_are_watched_and_images_pinned,
+    audit::stored_objects_the_mutators_would_change_are_listed,
     protection::protected_objects_are_stored_unmutated_as_sartor_mutate_predicts,
     resilience::the_webhook_answers_while_the_api_server_is_down_and_catches_up_after,
 ];

@@ -1,0 +1,301 @@
+//! `sartor audit`: the objects already in a cluster that the mutators would
+//! change on their next write, read-only. The mutators come from the
+//! cluster, or from files (`--mutators`) to try a set against a live
+//! cluster before it is applied.
+
+use std::collections::BTreeMap;
+
+use anyhow::Context as _;
+use clap::{Args, ValueEnum};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Client, Config};
+use sartor_api::{Input, load_mutators};
+use sartor_controller::audit::{self, Audited, Outcome, Summary};
+use sartor_engine::{Operation, System, compile};
+use sartor_offline::{Exit, colour, yaml_diff};
+use serde_json::{Value, json};
+
+/// List the objects in a cluster that the mutators would change on their
+/// next write (objects stored before a mutator existed), without changing
+/// anything. Cluster access as kubectl's: $KUBECONFIG or ~/.kube/config,
+/// or the in-cluster service account.
+#[derive(Debug, Args)]
+pub struct AuditArgs {
+    /// Mutator files or directories to audit with, instead of the cluster's
+    /// mutators (try a set against the cluster before applying it); repeat
+    /// the flag for more.
+    #[arg(long = "mutators", short = 'm', value_name = "PATH", action = clap::ArgAction::Append)]
+    mutators: Vec<String>,
+    /// Only this namespace's objects (cluster-scoped kinds are then left out).
+    #[arg(long, short = 'n', value_name = "NAMESPACE")]
+    namespace: Option<String>,
+    /// The kubeconfig context to use (default: the current one).
+    #[arg(long, value_name = "NAME")]
+    context: Option<String>,
+    /// With the cluster's mutators: Gatekeeper's (`mutations.gatekeeper.sh`)
+    /// too, as `sartor serve --gatekeeper-compat` enforces them.
+    #[arg(long)]
+    gatekeeper_compat: bool,
+    /// The write to audit for: an UPDATE, as the next write to a stored
+    /// object is (or CREATE, as if each were created again).
+    #[arg(long, value_enum, default_value_t = Operation::Update)]
+    operation: Operation,
+    /// `text`: one line per object on stdout, the summary on stderr; `json`:
+    /// one document with every object and the summary.
+    #[arg(long, short = 'o', value_enum, default_value_t = AuditFormat::Text)]
+    output: AuditFormat,
+    /// After each object's line, a unified diff of it as stored and as the
+    /// webhook would store it (text output).
+    #[arg(long, conflicts_with = "output")]
+    diff: bool,
+    /// Exit 1 when any object would change, to fail a check.
+    #[arg(long)]
+    exit_code: bool,
+}
+
+/// How `sartor audit` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AuditFormat {
+    /// Lines for people.
+    Text,
+    /// One JSON document for tools.
+    Json,
+}
+
+/// Runs `sartor audit`.
+///
+/// # Errors
+/// No cluster configured, unusable mutator files, or a list the API server
+/// refused.
+pub fn run(args: &AuditArgs) -> anyhow::Result<Exit> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    runtime.block_on(audit_cluster(args))
+}
+
+async fn audit_cluster(args: &AuditArgs) -> anyhow::Result<Exit> {
+    // Files are checked before the cluster is reached: bad input first.
+    let from_files = if args.mutators.is_empty() {
+        None
+    } else {
+        match mutator_files(&args.mutators) {
+            Some(system) => Some(system),
+            None => return Ok(Exit::InvalidInput),
+        }
+    };
+    let client = client(args.context.as_deref()).await?;
+    let system = match from_files {
+        Some(system) => system,
+        None => {
+            let snapshot = audit::mutators_in_cluster(&client, args.gatekeeper_compat).await?;
+            for id in &snapshot.errors {
+                eprintln!("warning: {id} does not compile; left out, as the webhook leaves it out");
+            }
+            snapshot.system
+        }
+    };
+    let mut found: Vec<Audited> = Vec::new();
+    let summary = audit::scan(
+        &client,
+        &system,
+        args.namespace.as_deref(),
+        args.operation,
+        |audited| {
+            if args.output == AuditFormat::Text {
+                print_line(&audited, args.diff);
+            } else {
+                found.push(audited);
+            }
+        },
+    )
+    .await?;
+    match args.output {
+        AuditFormat::Text => eprintln!("{}", summary_line(&summary)),
+        AuditFormat::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&report(&found, &summary))?
+        ),
+    }
+    Ok(if summary.failed > 0 {
+        Exit::MutationFailed
+    } else if args.exit_code && summary.changed > 0 {
+        Exit::Changed
+    } else {
+        Exit::Ok
+    })
+}
+
+/// A client as kubectl makes one, with `--context` when given.
+async fn client(context: Option<&str>) -> anyhow::Result<Client> {
+    let config = match context {
+        None => Config::infer().await.map_err(|error| {
+            anyhow::anyhow!(
+                "no API server is configured (in-cluster service account or kubeconfig: \
+                 $KUBECONFIG, ~/.kube/config): {error}"
+            )
+        })?,
+        Some(context) => {
+            let kubeconfig = Kubeconfig::read().context("reading the kubeconfig")?;
+            let options = KubeConfigOptions {
+                context: Some(context.to_string()),
+                ..KubeConfigOptions::default()
+            };
+            Config::from_custom_kubeconfig(kubeconfig, &options)
+                .await
+                .with_context(|| format!("--context {context}"))?
+        }
+    };
+    Client::try_from(config).context("making the API client")
+}
+
+/// The mutators under `paths`, or `None` when the set cannot be used
+/// (every problem printed, as `sartor mutate` refuses such a set).
+fn mutator_files(paths: &[String]) -> Option<System> {
+    let inputs: Vec<Input> = paths.iter().map(|path| Input::from_arg(path)).collect();
+    let compiled = compile(load_mutators(&inputs));
+    let conflicts = compiled.conflicts();
+    if compiled.errors.is_empty() && conflicts.is_empty() {
+        return Some(compiled.system);
+    }
+    for error in &compiled.errors {
+        eprintln!("error: {error}");
+    }
+    for (origin, id, conflict) in conflicts {
+        eprintln!("error: {origin}: {id}: {conflict}");
+    }
+    None
+}
+
+/// `Kind namespace/name` (`Kind name` when cluster-scoped).
+fn object_name(audited: &Audited) -> String {
+    match &audited.namespace {
+        Some(namespace) => format!("{} {namespace}/{}", audited.kind, audited.name),
+        None => format!("{} {}", audited.kind, audited.name),
+    }
+}
+
+/// One object's line (and diff) on stdout, or its error on stderr.
+fn print_line(audited: &Audited, diff: bool) {
+    match &audited.outcome {
+        Outcome::Changes {
+            mutators,
+            paths,
+            before,
+            after,
+        } => {
+            let mutators: Vec<String> = mutators.iter().map(ToString::to_string).collect();
+            println!(
+                "{}: {} ({})",
+                object_name(audited),
+                mutators.join(", "),
+                paths.join(", ")
+            );
+            if diff {
+                let name = object_name(audited);
+                match yaml_diff((&name, before), (&format!("{name} (mutated)"), after)) {
+                    Ok(text) => print!("{}", colour(&text)),
+                    Err(error) => eprintln!("error: {name}: {error:#}"),
+                }
+            }
+        }
+        Outcome::Failed(reason) => {
+            eprintln!(
+                "error: {}: cannot be mutated: {reason}",
+                object_name(audited)
+            );
+        }
+    }
+}
+
+/// `N objects of K kinds scanned: C would change, F cannot be mutated`.
+fn summary_line(summary: &Summary) -> String {
+    let kinds: Vec<String> = summary
+        .kinds
+        .iter()
+        .map(|(kind, n)| format!("{kind} {n}"))
+        .collect();
+    format!(
+        "{} objects scanned ({}): {} would change, {} cannot be mutated",
+        summary.scanned(),
+        if kinds.is_empty() {
+            "no kind the mutators can change is served".to_string()
+        } else {
+            kinds.join(", ")
+        },
+        summary.changed,
+        summary.failed
+    )
+}
+
+/// The JSON document of `-o json`.
+fn report(found: &[Audited], summary: &Summary) -> Value {
+    let object = |audited: &Audited, outcome: (&str, Value)| {
+        let mut entry = json!({
+            "apiVersion": audited.api_version,
+            "kind": audited.kind,
+            "namespace": audited.namespace,
+            "name": audited.name,
+        });
+        if let Some(fields) = entry.as_object_mut() {
+            fields.insert(outcome.0.to_string(), outcome.1);
+        }
+        entry
+    };
+    let mut changes = Vec::new();
+    let mut errors = Vec::new();
+    for audited in found {
+        match &audited.outcome {
+            Outcome::Changes {
+                mutators, paths, ..
+            } => {
+                let mutators: Vec<String> = mutators.iter().map(ToString::to_string).collect();
+                let mut entry = object(audited, ("mutators", json!(mutators)));
+                if let Some(fields) = entry.as_object_mut() {
+                    fields.insert("paths".to_string(), json!(paths));
+                }
+                changes.push(entry);
+            }
+            Outcome::Failed(reason) => errors.push(object(audited, ("error", json!(reason)))),
+        }
+    }
+    let kinds: BTreeMap<&str, usize> = summary
+        .kinds
+        .iter()
+        .map(|(k, n)| (k.as_str(), *n))
+        .collect();
+    json!({
+        "scanned": summary.scanned(),
+        "kinds": kinds,
+        "changes": changes,
+        "errors": errors,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_summary_names_each_kind_and_the_counts() {
+        let summary = Summary {
+            kinds: [
+                ("Pod.core/v1".to_string(), 3),
+                ("Deployment.apps/v1".to_string(), 1),
+            ]
+            .into_iter()
+            .collect(),
+            changed: 2,
+            failed: 1,
+        };
+        assert_eq!(
+            summary_line(&summary),
+            "4 objects scanned (Deployment.apps/v1 1, Pod.core/v1 3): 2 would change, 1 cannot be mutated"
+        );
+        assert_eq!(
+            summary_line(&Summary::default()),
+            "0 objects scanned (no kind the mutators can change is served): 0 would change, 0 cannot be mutated"
+        );
+    }
+}

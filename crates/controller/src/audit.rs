@@ -1,0 +1,338 @@
+//! Audit: what the mutators would change in objects already in the cluster.
+//! A mutating webhook only sees writes; an object stored before a mutator
+//! existed stays as it was until it is next updated. The scan lists every
+//! object of the kinds the mutators can change, a page at a time, and runs
+//! each through `System::mutate` as the webhook would on its next write.
+//!
+//! ```text
+//!  System::targets ──discovery──▶ the served kinds they name (one version a kind)
+//!    ──list, page by page (limit/continue)──▶ each object, as the webhook would see it
+//!    ──System::mutate (UPDATE by default; the Namespace from one list of Namespaces)──▶
+//!  Audited: would change (mutators, paths, the object after) | could not be mutated (why)
+//! ```
+//!
+//! Only one page of objects is held at a time; what comes back is what
+//! would change, not the objects that would not.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use kube::api::{ApiResource, DynamicObject, ListParams};
+use kube::discovery::{Discovery, Scope, verbs};
+use kube::{Api, Client};
+use sartor_engine::{Admission, KindPattern, MutatorId, NamespaceLookup, Operation, System};
+use sartor_state::Snapshot;
+use serde_json::Value;
+
+use crate::mutators::MutatorSet;
+use crate::watch::{is_404, to_value, watched};
+
+/// Objects asked for per list call.
+pub const PAGE: u32 = 250;
+
+/// One object the mutators would change, or could not mutate.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Audited {
+    /// `apiVersion` as listed.
+    pub api_version: String,
+    /// Its kind.
+    pub kind: String,
+    /// Its namespace; `None` for a cluster-scoped object.
+    pub namespace: Option<String>,
+    /// Its name.
+    pub name: String,
+    /// What the mutators would do to it.
+    pub outcome: Outcome,
+}
+
+/// What the mutators would do to one object.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// They would change it.
+    Changes {
+        /// The mutators that would change it, in the order they would.
+        mutators: Vec<MutatorId>,
+        /// Every path they would change (concrete: globs pinned to elements).
+        paths: Vec<String>,
+        /// The object as listed (managed fields left out).
+        before: Value,
+        /// The object as the webhook would store it.
+        after: Value,
+    },
+    /// The webhook could not mutate it (it would answer per `--on-error`).
+    Failed(String),
+}
+
+/// What a scan went through.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Summary {
+    /// Each kind listed, as `Kind.group/version`, with how many objects.
+    pub kinds: BTreeMap<String, usize>,
+    /// Objects the mutators would change.
+    pub changed: usize,
+    /// Objects they could not mutate.
+    pub failed: usize,
+}
+
+impl Summary {
+    /// Every object listed.
+    pub fn scanned(&self) -> usize {
+        self.kinds.values().sum()
+    }
+}
+
+/// Why a scan stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum AuditError {
+    /// Discovery failed.
+    #[error("discovering the API server's resources: {0}")]
+    Discovery(#[source] kube::Error),
+    /// Listing a kind failed (for a 403: RBAC does not let this user list it).
+    #[error("listing {resource}: {source}")]
+    List {
+        /// `plural.group/version`.
+        resource: String,
+        /// The API server's answer.
+        #[source]
+        source: kube::Error,
+    },
+}
+
+/// The Namespace objects, by name, for mutators with a `namespaceSelector`.
+struct Namespaces(BTreeMap<String, Value>);
+
+impl NamespaceLookup for Namespaces {
+    fn namespace(&self, name: &str) -> Option<&Value> {
+        self.0.get(name)
+    }
+}
+
+/// The mutators in the cluster, compiled as the webhook compiles them (one
+/// that does not compile is in the snapshot's errors, not its system);
+/// Gatekeeper's kinds too with `gatekeeper_compat`. A kind whose CRD is not
+/// served has none.
+///
+/// # Errors
+/// Listing a kind failed other than with a 404.
+pub async fn mutators_in_cluster(
+    client: &Client,
+    gatekeeper_compat: bool,
+) -> Result<Snapshot, AuditError> {
+    let mut set = MutatorSet::new();
+    for kind in watched(client, gatekeeper_compat).await {
+        let api: Api<DynamicObject> = Api::all_with(client.clone(), &kind.resource);
+        let listed = match api.list(&ListParams::default()).await {
+            Ok(listed) => listed,
+            Err(error) if is_404(&error) => continue,
+            Err(source) => {
+                return Err(AuditError::List {
+                    resource: kind.crd(),
+                    source,
+                });
+            }
+        };
+        let objects: Vec<Value> = listed
+            .items
+            .into_iter()
+            .filter_map(|object| to_value(object, &kind.resource))
+            .collect();
+        set.replace(kind.group, kind.kind, &objects);
+    }
+    Ok(set.snapshot())
+}
+
+/// Lists every object of the kinds `system` can change (only those in
+/// `namespace`, when given), runs each through it as the webhook would for
+/// `operation`, and hands each one that would change or fail to `found`.
+///
+/// # Errors
+/// Discovery or a list failed; what was found before is already handed on.
+pub async fn scan(
+    client: &Client,
+    system: &System,
+    namespace: Option<&str>,
+    operation: Operation,
+    mut found: impl FnMut(Audited),
+) -> Result<Summary, AuditError> {
+    let discovery = Discovery::new(client.clone())
+        .run_aggregated()
+        .await
+        .map_err(AuditError::Discovery)?;
+    let targets: Vec<KindPattern> = system
+        .targets()
+        .iter()
+        .filter(|(_, operations)| operations.contains(operation))
+        .map(|(kind, _)| kind.clone())
+        .collect();
+    let resources = listed_resources(&discovery, &targets);
+    let namespaces = Namespaces(namespace_objects(client).await?);
+    let mut summary = Summary::default();
+    for (resource, scope) in resources {
+        let api: Api<DynamicObject> = match (scope, namespace) {
+            (Scope::Namespaced, Some(namespace)) => {
+                Api::namespaced_with(client.clone(), namespace, &resource)
+            }
+            (Scope::Cluster, Some(_)) => continue,
+            _ => Api::all_with(client.clone(), &resource),
+        };
+        let label = format!(
+            "{}.{}/{}",
+            resource.kind,
+            if resource.group.is_empty() {
+                "core"
+            } else {
+                &resource.group
+            },
+            resource.version
+        );
+        let mut listed = 0;
+        let mut params = ListParams::default().limit(PAGE);
+        loop {
+            let page = api.list(&params).await.map_err(|source| AuditError::List {
+                resource: format!(
+                    "{}.{}/{}",
+                    resource.plural, resource.group, resource.version
+                )
+                .replace("./", "/"),
+                source,
+            })?;
+            listed += page.items.len();
+            for object in page.items {
+                if let Some(audited) = audit(system, &namespaces, operation, object, &resource) {
+                    match audited.outcome {
+                        Outcome::Changes { .. } => summary.changed += 1,
+                        Outcome::Failed(_) => summary.failed += 1,
+                    }
+                    found(audited);
+                }
+            }
+            match page.metadata.continue_.filter(|token| !token.is_empty()) {
+                Some(token) => params = params.continue_token(&token),
+                None => break,
+            }
+        }
+        summary.kinds.insert(label, listed);
+    }
+    Ok(summary)
+}
+
+/// The served resources `targets` name that can be listed, one version a
+/// kind (the group's preferred one first), sorted by group, kind, version.
+fn listed_resources(discovery: &Discovery, targets: &[KindPattern]) -> Vec<(ApiResource, Scope)> {
+    let mut seen: BTreeSet<(String, String)> = BTreeSet::new();
+    let mut resources = Vec::new();
+    for group in discovery.groups() {
+        let mut versions: Vec<String> = group.versions().map(str::to_string).collect();
+        let preferred = group.preferred_version_or_latest().to_string();
+        versions.sort_by_key(|version| *version != preferred);
+        for version in versions {
+            for (resource, capabilities) in group.versioned_resources(&version) {
+                let named = targets.iter().any(|target| {
+                    target.group.as_deref().is_none_or(|g| g == resource.group)
+                        && target
+                            .version
+                            .as_deref()
+                            .is_none_or(|v| v == resource.version)
+                        && target.kind.as_deref().is_none_or(|k| k == resource.kind)
+                });
+                if named
+                    && capabilities.supports_operation(verbs::LIST)
+                    && seen.insert((resource.group.clone(), resource.kind.clone()))
+                {
+                    resources.push((resource, capabilities.scope));
+                }
+            }
+        }
+    }
+    resources.sort_by(|(a, _), (b, _)| {
+        (&a.group, &a.kind, &a.version).cmp(&(&b.group, &b.kind, &b.version))
+    });
+    resources
+}
+
+/// Every Namespace object, by name.
+async fn namespace_objects(client: &Client) -> Result<BTreeMap<String, Value>, AuditError> {
+    let resource = ApiResource {
+        group: String::new(),
+        version: "v1".to_string(),
+        api_version: "v1".to_string(),
+        kind: "Namespace".to_string(),
+        plural: "namespaces".to_string(),
+    };
+    let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
+    let mut namespaces = BTreeMap::new();
+    let mut params = ListParams::default().limit(PAGE);
+    loop {
+        let page = api.list(&params).await.map_err(|source| AuditError::List {
+            resource: "namespaces/v1".to_string(),
+            source,
+        })?;
+        for object in page.items {
+            if let Some(name) = object.metadata.name.clone()
+                && let Some(value) = to_value(object, &resource)
+            {
+                namespaces.insert(name, without_managed_fields(value));
+            }
+        }
+        match page.metadata.continue_.filter(|token| !token.is_empty()) {
+            Some(token) => params = params.continue_token(&token),
+            None => break,
+        }
+    }
+    Ok(namespaces)
+}
+
+/// One object through `system`: `None` when it would not change.
+fn audit(
+    system: &System,
+    namespaces: &Namespaces,
+    operation: Operation,
+    object: DynamicObject,
+    resource: &ApiResource,
+) -> Option<Audited> {
+    let name = object.metadata.name.clone().unwrap_or_default();
+    let namespace = object.metadata.namespace.clone();
+    let before = without_managed_fields(to_value(object, resource)?);
+    let admission = Admission::new(&before)
+        .operation(operation)
+        .namespace(namespace.as_deref())
+        .namespaces(namespaces);
+    let mut after = before.clone();
+    let outcome = match system.mutate(&admission, &mut after) {
+        Err(error) => Outcome::Failed(error.reason.to_string()),
+        Ok(mutation) if mutation.unanswered => Outcome::Failed(
+            "a mutator takes external data, which an audit does not ask providers for".to_string(),
+        ),
+        Ok(mutation) if !mutation.mutated => return None,
+        Ok(mutation) => {
+            let mutators: Vec<MutatorId> = mutation.applied().into_iter().cloned().collect();
+            let mut paths: Vec<String> = Vec::new();
+            for change in &mutation.changes {
+                let path = change.path().to_string();
+                if !paths.contains(&path) {
+                    paths.push(path);
+                }
+            }
+            Outcome::Changes {
+                mutators,
+                paths,
+                before,
+                after,
+            }
+        }
+    };
+    Some(Audited {
+        api_version: resource.api_version.clone(),
+        kind: resource.kind.clone(),
+        namespace,
+        name,
+        outcome,
+    })
+}
+
+/// `object` without `metadata.managedFields` (as `kubectl get` shows it).
+fn without_managed_fields(mut object: Value) -> Value {
+    if let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+        metadata.remove("managedFields");
+    }
+    object
+}
