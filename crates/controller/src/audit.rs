@@ -19,7 +19,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use kube::api::{ApiResource, DynamicObject, ListParams};
 use kube::discovery::{Discovery, Scope, verbs};
 use kube::{Api, Client};
-use sartor_engine::{Admission, KindPattern, MutatorId, NamespaceLookup, Operation, System};
+use sartor_engine::{Admission, Gvk, KindPattern, MutatorId, NamespaceLookup, Operation, System};
 use sartor_state::Snapshot;
 use serde_json::Value;
 
@@ -85,16 +85,29 @@ impl Summary {
 pub enum AuditError {
     /// Discovery failed.
     #[error("discovering the API server's resources: {0}")]
-    Discovery(#[source] kube::Error),
-    /// Listing a kind failed (for a 403: RBAC does not let this user list it).
-    #[error("listing {resource}: {source}")]
+    Discovery(kube::Error),
+    /// Listing a kind failed; a 403 says RBAC does not let this user list it.
+    #[error("listing {resource}: {}", api_message(error))]
     List {
-        /// `plural.group/version`.
+        /// `plural.group/version`, and the namespace when one was asked for.
         resource: String,
-        /// The API server's answer.
-        #[source]
-        source: kube::Error,
+        /// The API server's answer (in the message, so not also a `source`).
+        error: kube::Error,
     },
+}
+
+/// The API server's message (`configmaps is forbidden: User ... cannot list
+/// ...`), its reason, and for a 403 what the user needs; other errors as
+/// kube words them.
+fn api_message(error: &kube::Error) -> String {
+    match error {
+        kube::Error::Api(status) if status.code == 403 => format!(
+            "{} ({}): the user needs the `list` verb on it (RBAC)",
+            status.message, status.reason
+        ),
+        kube::Error::Api(status) => format!("{} ({})", status.message, status.reason),
+        other => other.to_string(),
+    }
 }
 
 /// The Namespace objects, by name, for mutators with a `namespaceSelector`.
@@ -123,10 +136,10 @@ pub async fn mutators_in_cluster(
         let listed = match api.list(&ListParams::default()).await {
             Ok(listed) => listed,
             Err(error) if is_404(&error) => continue,
-            Err(source) => {
+            Err(error) => {
                 return Err(AuditError::List {
                     resource: kind.crd(),
-                    source,
+                    error,
                 });
             }
         };
@@ -164,7 +177,16 @@ pub async fn scan(
         .map(|(kind, _)| kind.clone())
         .collect();
     let resources = listed_resources(&discovery, &targets);
-    let namespaces = Namespaces(namespace_objects(client).await?);
+    // Namespaces are listed only when a mutator reads them.
+    let reads_namespaces = resources.iter().any(|(resource, _)| {
+        let gvk = Gvk::new(&resource.group, &resource.version, &resource.kind);
+        system.needs_namespace(&gvk, operation)
+    });
+    let namespaces = Namespaces(if reads_namespaces {
+        namespace_objects(client).await?
+    } else {
+        BTreeMap::new()
+    });
     let mut summary = Summary::default();
     for (resource, scope) in resources {
         let api: Api<DynamicObject> = match (scope, namespace) {
@@ -187,13 +209,9 @@ pub async fn scan(
         let mut listed = 0;
         let mut params = ListParams::default().limit(PAGE);
         loop {
-            let page = api.list(&params).await.map_err(|source| AuditError::List {
-                resource: format!(
-                    "{}.{}/{}",
-                    resource.plural, resource.group, resource.version
-                )
-                .replace("./", "/"),
-                source,
+            let page = api.list(&params).await.map_err(|error| AuditError::List {
+                resource: listed_name(&resource, namespace),
+                error,
             })?;
             listed += page.items.len();
             for object in page.items {
@@ -249,6 +267,24 @@ fn listed_resources(discovery: &Discovery, targets: &[KindPattern]) -> Vec<(ApiR
     resources
 }
 
+/// `plural.group/version` (`plural/version` for the core group), `in NS`
+/// when listed in one namespace.
+fn listed_name(resource: &ApiResource, namespace: Option<&str>) -> String {
+    let mut name = if resource.group.is_empty() {
+        format!("{}/{}", resource.plural, resource.version)
+    } else {
+        format!(
+            "{}.{}/{}",
+            resource.plural, resource.group, resource.version
+        )
+    };
+    if let Some(namespace) = namespace {
+        name.push_str(" in ");
+        name.push_str(namespace);
+    }
+    name
+}
+
 /// Every Namespace object, by name.
 async fn namespace_objects(client: &Client) -> Result<BTreeMap<String, Value>, AuditError> {
     let resource = ApiResource {
@@ -262,9 +298,9 @@ async fn namespace_objects(client: &Client) -> Result<BTreeMap<String, Value>, A
     let mut namespaces = BTreeMap::new();
     let mut params = ListParams::default().limit(PAGE);
     loop {
-        let page = api.list(&params).await.map_err(|source| AuditError::List {
+        let page = api.list(&params).await.map_err(|error| AuditError::List {
             resource: "namespaces/v1".to_string(),
-            source,
+            error,
         })?;
         for object in page.items {
             if let Some(name) = object.metadata.name.clone()

@@ -113,11 +113,44 @@ pub fn stored_objects_the_mutators_would_change_are_listed(
         Some("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: new\n  namespace: audit\n"),
     )?;
     let listed = audit(suite, &["-n", "audit"]);
-    plane.kubectl(&["delete", "assign", "audit-me"])?;
+    // A user RBAC does not let list ConfigMaps: the resource, the API
+    // server's words and what is missing.
+    let forbidden = forbidden_audit(suite, &mutators);
+    plane.kubectl(&["delete", "assign.mutations.sartor.dev", "audit-me"])?;
     plane.kubectl(&["delete", "namespace", "audit", "--wait=false"])?;
     same(
         "audit (the cluster's mutators)",
         listed?,
         (Some(0), line.to_string()),
+    )?;
+    same(
+        "audit by a user who may not list ConfigMaps",
+        forbidden?,
+        (
+            Some(2),
+            "error: listing configmaps/v1 in audit: configmaps is forbidden: User \
+             \"system:serviceaccount:audit:reader\" cannot list resource \"configmaps\" in API \
+             group \"\" in the namespace \"audit\" (Forbidden): the user needs the `list` verb \
+             on it (RBAC)\n"
+                .to_string(),
+        ),
     )
+}
+
+/// `sartor audit --mutators mutators -n audit` as the service account
+/// `audit/reader`, which no role binds: its exit code and stderr.
+fn forbidden_audit(suite: &Suite, mutators: &str) -> Result<(Option<i32>, String), String> {
+    let plane = &suite.plane;
+    plane.kubectl(&["create", "serviceaccount", "reader", "-n", "audit"])?;
+    let token = plane.kubectl(&["create", "token", "reader", "-n", "audit"])?;
+    let kubeconfig = plane.token_kubeconfig("audit-reader", token.trim())?;
+    let output = Command::new(sartor_tests::binary::sartor()?)
+        .args(["audit", "--mutators", mutators, "-n", "audit"])
+        .env("KUBECONFIG", kubeconfig)
+        .output()
+        .map_err(|e| e.to_string())?;
+    Ok((
+        output.status.code(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    ))
 }
