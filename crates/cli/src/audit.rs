@@ -96,7 +96,9 @@ async fn audit_cluster(args: &AuditArgs) -> anyhow::Result<Exit> {
             snapshot.system
         }
     };
-    let mut found: Vec<Audited> = Vec::new();
+    // JSON keeps each object's entry only, never the object: one page of
+    // objects is held at a time, whatever the scan's size.
+    let (mut changes, mut errors) = (Vec::new(), Vec::new());
     let summary = audit::scan(
         &client,
         &system,
@@ -106,7 +108,10 @@ async fn audit_cluster(args: &AuditArgs) -> anyhow::Result<Exit> {
             if args.output == AuditFormat::Text {
                 print_line(&audited, args.diff);
             } else {
-                found.push(audited);
+                match entry(&audited) {
+                    Ok(change) => changes.push(change),
+                    Err(error) => errors.push(error),
+                }
             }
         },
     )
@@ -115,7 +120,7 @@ async fn audit_cluster(args: &AuditArgs) -> anyhow::Result<Exit> {
         AuditFormat::Text => eprintln!("{}", summary_line(&summary)),
         AuditFormat::Json => println!(
             "{}",
-            serde_json::to_string_pretty(&report(&found, &summary))?
+            serde_json::to_string_pretty(&report(changes, errors, &summary))?
         ),
     }
     Ok(if summary.failed > 0 {
@@ -209,13 +214,19 @@ fn print_line(audited: &Audited, diff: bool) {
     }
 }
 
-/// `N objects of K kinds scanned: C would change, F cannot be mutated`.
+/// `N objects scanned (each kind that has any, and how many kinds had
+/// none): C would change, F cannot be mutated`.
 fn summary_line(summary: &Summary) -> String {
-    let kinds: Vec<String> = summary
+    let mut kinds: Vec<String> = summary
         .kinds
         .iter()
+        .filter(|(_, n)| **n > 0)
         .map(|(kind, n)| format!("{kind} {n}"))
         .collect();
+    let empty = summary.kinds.values().filter(|n| **n == 0).count();
+    if empty > 0 {
+        kinds.push(format!("{empty} listed kinds without objects"));
+    }
     format!(
         "{} objects scanned ({}): {} would change, {} cannot be mutated",
         summary.scanned(),
@@ -229,37 +240,39 @@ fn summary_line(summary: &Summary) -> String {
     )
 }
 
-/// The JSON document of `-o json`.
-fn report(found: &[Audited], summary: &Summary) -> Value {
-    let object = |audited: &Audited, outcome: (&str, Value)| {
-        let mut entry = json!({
-            "apiVersion": audited.api_version,
-            "kind": audited.kind,
-            "namespace": audited.namespace,
-            "name": audited.name,
-        });
-        if let Some(fields) = entry.as_object_mut() {
-            fields.insert(outcome.0.to_string(), outcome.1);
-        }
-        entry
-    };
-    let mut changes = Vec::new();
-    let mut errors = Vec::new();
-    for audited in found {
-        match &audited.outcome {
+/// One object's entry of `-o json`: `Ok` when it would change (its
+/// mutators and paths), `Err` when it cannot be mutated (why).
+fn entry(audited: &Audited) -> Result<Value, Value> {
+    let mut entry = json!({
+        "apiVersion": audited.api_version,
+        "kind": audited.kind,
+        "namespace": audited.namespace,
+        "name": audited.name,
+    });
+    let fields = entry.as_object_mut();
+    match (&audited.outcome, fields) {
+        (
             Outcome::Changes {
                 mutators, paths, ..
-            } => {
-                let mutators: Vec<String> = mutators.iter().map(ToString::to_string).collect();
-                let mut entry = object(audited, ("mutators", json!(mutators)));
-                if let Some(fields) = entry.as_object_mut() {
-                    fields.insert("paths".to_string(), json!(paths));
-                }
-                changes.push(entry);
-            }
-            Outcome::Failed(reason) => errors.push(object(audited, ("error", json!(reason)))),
+            },
+            Some(fields),
+        ) => {
+            let mutators: Vec<String> = mutators.iter().map(ToString::to_string).collect();
+            fields.insert("mutators".to_string(), json!(mutators));
+            fields.insert("paths".to_string(), json!(paths));
+            Ok(entry)
         }
+        (Outcome::Failed(reason), Some(fields)) => {
+            fields.insert("error".to_string(), json!(reason));
+            Err(entry)
+        }
+        (Outcome::Changes { .. }, None) => Ok(entry),
+        (Outcome::Failed(_), None) => Err(entry),
     }
+}
+
+/// The JSON document of `-o json`.
+fn report(changes: Vec<Value>, errors: Vec<Value>, summary: &Summary) -> Value {
     let kinds: BTreeMap<&str, usize> = summary
         .kinds
         .iter()
@@ -292,6 +305,12 @@ mod tests {
         assert_eq!(
             summary_line(&summary),
             "4 objects scanned (Deployment.apps/v1 1, Pod.core/v1 3): 2 would change, 1 cannot be mutated"
+        );
+        let mut with_empty = summary.clone();
+        with_empty.kinds.insert("Secret.core/v1".to_string(), 0);
+        assert_eq!(
+            summary_line(&with_empty),
+            "4 objects scanned (Deployment.apps/v1 1, Pod.core/v1 3, 1 listed kinds without objects): 2 would change, 1 cannot be mutated"
         );
         assert_eq!(
             summary_line(&Summary::default()),

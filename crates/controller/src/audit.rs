@@ -189,12 +189,10 @@ pub async fn scan(
     });
     let mut summary = Summary::default();
     for (resource, scope) in resources {
-        let api: Api<DynamicObject> = match (scope, namespace) {
-            (Scope::Namespaced, Some(namespace)) => {
-                Api::namespaced_with(client.clone(), namespace, &resource)
-            }
+        let listed_in = match (scope, namespace) {
             (Scope::Cluster, Some(_)) => continue,
-            _ => Api::all_with(client.clone(), &resource),
+            (Scope::Namespaced, Some(namespace)) => Some(namespace),
+            _ => None,
         };
         let label = format!(
             "{}.{}/{}",
@@ -209,12 +207,14 @@ pub async fn scan(
         let mut listed = 0;
         let mut params = ListParams::default().limit(PAGE);
         loop {
-            let page = api.list(&params).await.map_err(|error| AuditError::List {
-                resource: listed_name(&resource, namespace),
-                error,
-            })?;
-            listed += page.items.len();
-            for object in page.items {
+            let (items, next) = list_page(client, &resource, listed_in, &params)
+                .await
+                .map_err(|error| AuditError::List {
+                    resource: listed_name(&resource, namespace),
+                    error,
+                })?;
+            listed += items.len();
+            for object in items {
                 if let Some(audited) = audit(system, &namespaces, operation, object, &resource) {
                     match audited.outcome {
                         Outcome::Changes { .. } => summary.changed += 1,
@@ -223,7 +223,7 @@ pub async fn scan(
                     found(audited);
                 }
             }
-            match page.metadata.continue_.filter(|token| !token.is_empty()) {
+            match next {
                 Some(token) => params = params.continue_token(&token),
                 None => break,
             }
@@ -317,17 +317,62 @@ async fn namespace_objects(client: &Client) -> Result<BTreeMap<String, Value>, A
     Ok(namespaces)
 }
 
+/// One page of a list, as JSON (parsed once, not through a typed object),
+/// each item with its `apiVersion` and `kind`, and the next page's token.
+async fn list_page(
+    client: &Client,
+    resource: &ApiResource,
+    namespace: Option<&str>,
+    params: &ListParams,
+) -> Result<(Vec<Value>, Option<String>), kube::Error> {
+    let url = <DynamicObject as kube::Resource>::url_path(resource, namespace);
+    let request = kube::core::Request::new(url)
+        .list(params)
+        .map_err(kube::Error::BuildRequest)?;
+    let mut list: Value = client.request(request).await?;
+    let next = list
+        .pointer("/metadata/continue")
+        .and_then(Value::as_str)
+        .filter(|token| !token.is_empty())
+        .map(str::to_string);
+    let items = match list.get_mut("items").map(Value::take) {
+        Some(Value::Array(items)) => items,
+        _ => Vec::new(),
+    };
+    let items = items
+        .into_iter()
+        .map(|mut item| {
+            if let Some(fields) = item.as_object_mut() {
+                fields.insert(
+                    "apiVersion".into(),
+                    Value::from(resource.api_version.as_str()),
+                );
+                fields.insert("kind".into(), Value::from(resource.kind.as_str()));
+            }
+            item
+        })
+        .collect();
+    Ok((items, next))
+}
+
 /// One object through `system`: `None` when it would not change.
 fn audit(
     system: &System,
     namespaces: &Namespaces,
     operation: Operation,
-    object: DynamicObject,
+    object: Value,
     resource: &ApiResource,
 ) -> Option<Audited> {
-    let name = object.metadata.name.clone().unwrap_or_default();
-    let namespace = object.metadata.namespace.clone();
-    let before = without_managed_fields(to_value(object, resource)?);
+    let metadata = |field: &str| {
+        object
+            .get("metadata")
+            .and_then(|metadata| metadata.get(field))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    };
+    let name = metadata("name").unwrap_or_default();
+    let namespace = metadata("namespace");
+    let before = without_managed_fields(object);
     let admission = Admission::new(&before)
         .operation(operation)
         .namespace(namespace.as_deref())
