@@ -127,18 +127,23 @@ impl NamespaceCache {
     /// fetch per name at a time, shared by every request that asks meanwhile;
     /// a name found missing is not fetched again for [`MISS_TTL`].
     async fn fetch_from_server(&self, name: &str) -> Option<Arc<Value>> {
-        {
+        let cell = {
+            // Under the fetching lock, so a request arriving just as a fetch
+            // ends (its cell removed) sees what that fetch found rather than
+            // fetching again: a fetch records its answer before it removes
+            // its cell.
+            let mut fetching = lock(&self.inner.fetching);
+            if let Some(found) = read(&self.inner.by_name).get(name) {
+                return Some(found.clone());
+            }
             let mut missing = lock(&self.inner.missing);
             let now = Instant::now();
             missing.retain(|_, at| now.duration_since(*at) < MISS_TTL);
             if missing.contains_key(name) {
                 return None;
             }
-        }
-        let cell = lock(&self.inner.fetching)
-            .entry(name.to_string())
-            .or_default()
-            .clone();
+            fetching.entry(name.to_string()).or_default().clone()
+        };
         let found = cell
             .get_or_init(|| async {
                 let found = self.get(name).await;
