@@ -12,7 +12,7 @@ use kube::{Client, Config};
 use sartor_api::{Input, load_mutators};
 use sartor_controller::audit::{self, Audited, Outcome, Summary};
 use sartor_engine::{Operation, System, compile};
-use sartor_offline::{Exit, colour, yaml_diff};
+use sartor_offline::{Exit, colour, explain_as, to_yaml, yaml_diff};
 use serde_json::{Value, json};
 
 /// List the objects in a cluster that the mutators would change on their
@@ -40,14 +40,18 @@ pub struct AuditArgs {
     /// object is (or CREATE, as if each were created again).
     #[arg(long, value_enum, default_value_t = Operation::Update)]
     operation: Operation,
-    /// `text`: one line per object on stdout, the summary on stderr; `json`:
-    /// one document with every object and the summary.
+    /// `text`: one line per object on stdout, the summary on stderr; `json`
+    /// or `yaml`: one document with every object and the summary.
     #[arg(long, short = 'o', value_enum, default_value_t = AuditFormat::Text)]
     output: AuditFormat,
     /// After each object's line, a unified diff of it as stored and as the
     /// webhook would store it (text output).
-    #[arg(long, conflicts_with = "output")]
+    #[arg(long, conflicts_with_all = ["output", "explain"])]
     diff: bool,
+    /// After each object's line, which mutator changed which path in which
+    /// pass, as `sartor mutate --explain` says it (text output).
+    #[arg(long, conflicts_with = "output")]
+    explain: bool,
     /// Exit 1 when any object would change, to fail a check.
     #[arg(long)]
     exit_code: bool,
@@ -60,6 +64,8 @@ pub enum AuditFormat {
     Text,
     /// One JSON document for tools.
     Json,
+    /// The same document as YAML.
+    Yaml,
 }
 
 /// Runs `sartor audit`.
@@ -106,7 +112,7 @@ async fn audit_cluster(args: &AuditArgs) -> anyhow::Result<Exit> {
         args.operation,
         |audited| {
             if args.output == AuditFormat::Text {
-                print_line(&audited, args.diff);
+                print_line(&audited, args.diff, args.explain);
             } else {
                 match entry(&audited) {
                     Ok(change) => changes.push(change),
@@ -122,6 +128,7 @@ async fn audit_cluster(args: &AuditArgs) -> anyhow::Result<Exit> {
             "{}",
             serde_json::to_string_pretty(&report(changes, errors, &summary))?
         ),
+        AuditFormat::Yaml => print!("{}", to_yaml(&report(changes, errors, &summary))?),
     }
     Ok(if summary.failed > 0 {
         Exit::MutationFailed
@@ -181,14 +188,16 @@ fn object_name(audited: &Audited) -> String {
     }
 }
 
-/// One object's line (and diff) on stdout, or its error on stderr.
-fn print_line(audited: &Audited, diff: bool) {
+/// One object's line (and diff or explanation) on stdout, or its error on
+/// stderr.
+fn print_line(audited: &Audited, diff: bool, explain: bool) {
     match &audited.outcome {
         Outcome::Changes {
             mutators,
             paths,
             before,
             after,
+            mutation,
         } => {
             let mutators: Vec<String> = mutators.iter().map(ToString::to_string).collect();
             println!(
@@ -197,6 +206,12 @@ fn print_line(audited: &Audited, diff: bool) {
                 mutators.join(", "),
                 paths.join(", ")
             );
+            if explain {
+                let mut text = String::new();
+                explain_as(&mut text, "", None, mutation);
+                // Its label line is the object's line above.
+                print!("{}", text.strip_prefix(":\n").unwrap_or(&text));
+            }
             if diff {
                 let name = object_name(audited);
                 match yaml_diff((&name, before), (&format!("{name} (mutated)"), after)) {

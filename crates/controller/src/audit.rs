@@ -19,7 +19,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use kube::api::{ApiResource, DynamicObject, ListParams};
 use kube::discovery::{Discovery, Scope, verbs};
 use kube::{Api, Client};
-use sartor_engine::{Admission, Gvk, KindPattern, MutatorId, NamespaceLookup, Operation, System};
+use sartor_engine::{
+    Admission, Gvk, KindPattern, Mutation, MutatorId, NamespaceLookup, Operation, System,
+};
 use sartor_state::Snapshot;
 use serde_json::Value;
 
@@ -57,6 +59,8 @@ pub enum Outcome {
         before: Value,
         /// The object as the webhook would store it.
         after: Value,
+        /// The mutation itself: each change with its pass.
+        mutation: Box<Mutation>,
     },
     /// The webhook could not mutate it (it would answer per `--on-error`).
     Failed(String),
@@ -398,6 +402,7 @@ fn audit(
                 paths,
                 before,
                 after,
+                mutation: Box::new(mutation),
             }
         }
     };

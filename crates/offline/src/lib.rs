@@ -40,7 +40,7 @@ mod report;
 pub mod test;
 
 pub use load::namespaces;
-pub use mutate::{colour, yaml_diff};
+pub use mutate::{colour, explain_as, to_yaml, yaml_diff};
 
 /// How a command ended, mapped to the exit code other tools rely on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

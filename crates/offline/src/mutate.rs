@@ -630,9 +630,10 @@ fn explain(
     explain_as(out, &label, assumed.as_deref(), mutation);
 }
 
-/// [`explain`] under a label of the caller's, with where the object was
-/// mutated when it was assumed.
-fn explain_as(out: &mut String, label: &str, placement: Option<&str>, mutation: &Mutation) {
+/// What `--explain` says of one object, under a label of the caller's
+/// (with where the object was mutated when that was assumed): one line per
+/// change, `pass 1  Assign pull  spec.containers[name: app].imagePullPolicy`.
+pub fn explain_as(out: &mut String, label: &str, placement: Option<&str>, mutation: &Mutation) {
     use std::fmt::Write as _;
     let _ = writeln!(out, "{label}:");
     if let Some(placement) = placement {
@@ -666,7 +667,7 @@ fn diff(document: &Document, after: &Value) -> anyhow::Result<String> {
 /// `value` as YAML that YAML 1.1 readers such as kubectl read back as
 /// written: strings like `yes`, `on` or `n`, which a YAML 1.1 reader takes
 /// for booleans, are quoted.
-pub(crate) fn to_yaml(value: &Value) -> anyhow::Result<String> {
+pub fn to_yaml(value: &Value) -> anyhow::Result<String> {
     serde_saphyr::to_string(value).context("printing YAML")
 }
 

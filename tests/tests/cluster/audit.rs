@@ -79,6 +79,18 @@ pub fn stored_objects_the_mutators_would_change_are_listed(
             }),
         ),
     )?;
+    let (code, out) = audit(suite, &["--mutators", &mutators, "-n", "audit", "-o", "yaml"])?;
+    let yaml: serde_json::Value = serde_yaml::from_str(&out).map_err(|e| format!("{e}: {out}"))?;
+    let (_, json_out) = audit(suite, &["--mutators", &mutators, "-n", "audit", "-o", "json"])?;
+    same("audit -o yaml", (code, yaml), (Some(0), crate::json(&json_out)?))?;
+    same(
+        "audit --explain",
+        audit(suite, &["--mutators", &mutators, "-n", "audit", "--explain"])?,
+        (
+            Some(0),
+            format!("{line}  pass 1  Assign audit-me  data.audited\n"),
+        ),
+    )?;
     let (code, out) = audit(suite, &["--mutators", &mutators, "-n", "audit", "--diff"])?;
     same(
         "audit --diff",
@@ -113,6 +125,9 @@ pub fn stored_objects_the_mutators_would_change_are_listed(
         Some("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: new\n  namespace: audit\n"),
     )?;
     let listed = audit(suite, &["-n", "audit"]);
+    // A deleted object is gone from the audit.
+    plane.kubectl(&["delete", "configmap", "old", "-n", "audit"])?;
+    let after_delete = audit(suite, &["-n", "audit"]);
     // A user RBAC does not let list ConfigMaps: the resource, the API
     // server's words and what is missing.
     let forbidden = forbidden_audit(suite, &mutators);
@@ -122,6 +137,11 @@ pub fn stored_objects_the_mutators_would_change_are_listed(
         "audit (the cluster's mutators)",
         listed?,
         (Some(0), line.to_string()),
+    )?;
+    same(
+        "audit after the object was deleted",
+        after_delete?,
+        (Some(0), String::new()),
     )?;
     same(
         "audit by a user who may not list ConfigMaps",
