@@ -79,13 +79,26 @@ pub fn stored_objects_the_mutators_would_change_are_listed(
             }),
         ),
     )?;
-    let (code, out) = audit(suite, &["--mutators", &mutators, "-n", "audit", "-o", "yaml"])?;
+    let (code, out) = audit(
+        suite,
+        &["--mutators", &mutators, "-n", "audit", "-o", "yaml"],
+    )?;
     let yaml: serde_json::Value = serde_yaml::from_str(&out).map_err(|e| format!("{e}: {out}"))?;
-    let (_, json_out) = audit(suite, &["--mutators", &mutators, "-n", "audit", "-o", "json"])?;
-    same("audit -o yaml", (code, yaml), (Some(0), crate::json(&json_out)?))?;
+    let (_, json_out) = audit(
+        suite,
+        &["--mutators", &mutators, "-n", "audit", "-o", "json"],
+    )?;
+    same(
+        "audit -o yaml",
+        (code, yaml),
+        (Some(0), crate::json(&json_out)?),
+    )?;
     same(
         "audit --explain",
-        audit(suite, &["--mutators", &mutators, "-n", "audit", "--explain"])?,
+        audit(
+            suite,
+            &["--mutators", &mutators, "-n", "audit", "--explain"],
+        )?,
         (
             Some(0),
             format!("{line}  pass 1  Assign audit-me  data.audited\n"),
