@@ -105,6 +105,7 @@ async fn audit_cluster(args: &AuditArgs) -> anyhow::Result<Exit> {
     // JSON keeps each object's entry only, never the object: one page of
     // objects is held at a time, whatever the scan's size.
     let (mut changes, mut errors) = (Vec::new(), Vec::new());
+    let progress = Progress::on_terminal();
     let summary = audit::scan(
         &client,
         &system,
@@ -112,6 +113,7 @@ async fn audit_cluster(args: &AuditArgs) -> anyhow::Result<Exit> {
         args.operation,
         |audited| {
             if args.output == AuditFormat::Text {
+                progress.clear();
                 print_line(&audited, args.diff, args.explain);
             } else {
                 match entry(&audited) {
@@ -120,8 +122,10 @@ async fn audit_cluster(args: &AuditArgs) -> anyhow::Result<Exit> {
                 }
             }
         },
+        |kind, scanned| progress.show(kind, scanned),
     )
     .await?;
+    progress.clear();
     match args.output {
         AuditFormat::Text => eprintln!("{}", summary_line(&summary)),
         AuditFormat::Json => println!(
@@ -178,6 +182,38 @@ fn mutator_files(paths: &[String]) -> Option<System> {
         eprintln!("error: {origin}: {id}: {conflict}");
     }
     None
+}
+
+/// A progress line on stderr while a long scan runs, when stderr is a
+/// terminal (never in a pipe or a CI log); cleared before anything else is
+/// printed.
+struct Progress {
+    on: bool,
+    shown: std::cell::Cell<bool>,
+}
+
+impl Progress {
+    fn on_terminal() -> Progress {
+        use std::io::IsTerminal as _;
+        Progress {
+            on: std::io::stderr().is_terminal(),
+            shown: std::cell::Cell::new(false),
+        }
+    }
+
+    /// `N objects scanned (listing Kind.group/version)`, in place.
+    fn show(&self, kind: &str, scanned: usize) {
+        if self.on {
+            eprint!("\r\x1b[K{scanned} objects scanned (listing {kind})");
+            self.shown.set(true);
+        }
+    }
+
+    fn clear(&self) {
+        if self.shown.replace(false) {
+            eprint!("\r\x1b[K");
+        }
+    }
 }
 
 /// `Kind namespace/name` (`Kind name` when cluster-scoped).

@@ -159,7 +159,9 @@ pub async fn mutators_in_cluster(
 
 /// Lists every object of the kinds `system` can change (only those in
 /// `namespace`, when given), runs each through it as the webhook would for
-/// `operation`, and hands each one that would change or fail to `found`.
+/// `operation`, and hands each one that would change or fail to `found`;
+/// after each page, `paged` hears the kind being listed and how many
+/// objects have been scanned so far (for a progress line).
 ///
 /// # Errors
 /// Discovery or a list failed; what was found before is already handed on.
@@ -169,6 +171,7 @@ pub async fn scan(
     namespace: Option<&str>,
     operation: Operation,
     mut found: impl FnMut(Audited),
+    mut paged: impl FnMut(&str, usize),
 ) -> Result<Summary, AuditError> {
     let discovery = Discovery::new(client.clone())
         .run_aggregated()
@@ -192,6 +195,7 @@ pub async fn scan(
         BTreeMap::new()
     });
     let mut summary = Summary::default();
+    let mut scanned = 0;
     for (resource, scope) in resources {
         let listed_in = match (scope, namespace) {
             (Scope::Cluster, Some(_)) => continue,
@@ -218,6 +222,7 @@ pub async fn scan(
                     error,
                 })?;
             listed += items.len();
+            scanned += items.len();
             for object in items {
                 if let Some(audited) = audit(system, &namespaces, operation, object, &resource) {
                     match audited.outcome {
@@ -227,6 +232,7 @@ pub async fn scan(
                     found(audited);
                 }
             }
+            paged(&label, scanned);
             match next {
                 Some(token) => params = params.continue_token(&token),
                 None => break,
