@@ -9,9 +9,10 @@
 //! | `sartor_webhook_rule_resources` | gauge (1) | `api_group`, `api_version`, `resource` |
 //! | `sartor_webhook_rules_state` | gauge (1, 0) | `state` (`derived`, `off`, `missing`, `error`) |
 //!
-//! A gauge family is replaced series by series (new values set, vanished
-//! series removed), never cleared and refilled, so a scrape in between sees
-//! the old set or the new one, not a gap.
+//! A gauge family is replaced series by series (new values set, then
+//! vanished series removed), never cleared and refilled: a scrape in between
+//! may see old and new values side by side for an instant (two rule states
+//! at 1, say), but never a gap where a series that stays was missing.
 
 use std::collections::{HashMap, HashSet};
 use std::hash::Hash;

@@ -91,7 +91,14 @@ impl ProviderWatch {
                 }
                 Err(error) if is_not_served(&error) => {
                     relist.abandon();
-                    objects.clear();
+                    // As for mutators: only a list that answers 404 says
+                    // there are none; a watch that cannot restart after a
+                    // list keeps what the list and the events since left
+                    // (a passing 404 takes nothing out of force).
+                    let listing_failed = matches!(error, watcher::Error::InitialListFailed(_));
+                    if listing_failed {
+                        objects.clear();
+                    }
                     if !missing_logged {
                         tracing::warn!(
                             crd = "providers.externaldata.gatekeeper.sh",
@@ -99,7 +106,9 @@ impl ProviderWatch {
                         );
                         missing_logged = true;
                     }
-                    self.set(Vec::new());
+                    if listing_failed {
+                        self.set(Vec::new());
+                    }
                     self.listed.send_replace(true);
                 }
                 Err(error) => {
@@ -126,7 +135,13 @@ impl ProviderWatch {
                     for error in &errors {
                         tracing::error!(%error, "external data provider left out");
                     }
+                    let before = providers.len();
                     providers.retain(|p| errors.iter().all(|e| e.name != p.name()));
+                    if providers.len() == before {
+                        // Refused without naming one of them: nothing to
+                        // leave out, so the providers in force stay.
+                        return;
+                    }
                 }
             }
         }

@@ -48,9 +48,9 @@ impl<K> Relist<K> {
                 }
                 None
             }
-            watcher::Event::InitDone => {
-                Some(Change::Listed(self.listing.take().unwrap_or_default()))
-            }
+            // A list's end with no list begun (one abandoned on an error) is
+            // no list: it must not empty the cache.
+            watcher::Event::InitDone => self.listing.take().map(Change::Listed),
             watcher::Event::Apply(object) => Some(Change::Applied(object)),
             watcher::Event::Delete(object) => Some(Change::Deleted(object)),
         }
@@ -88,6 +88,9 @@ mod tests {
         assert_eq!(relist.fold(watcher::Event::Init), None);
         assert_eq!(relist.fold(watcher::Event::InitApply("d")), None);
         relist.abandon();
+        assert_eq!(relist.fold(watcher::Event::InitDone), None);
+        // An empty list is a list: the cache empties.
+        assert_eq!(relist.fold(watcher::Event::Init), None);
         assert_eq!(
             relist.fold(watcher::Event::InitDone),
             Some(Change::Listed(Vec::new()))
