@@ -108,6 +108,11 @@ pub use status::{MutatorError, MutatorPodStatus, MutatorStatus};
 
 /// sartor's API group.
 pub const GROUP: &str = "mutations.sartor.dev";
+
+/// The label that exempts a namespace from mutation: the install's mutating
+/// webhook skips namespaces that carry it (any value), and `sartor audit`
+/// leaves their objects out.
+pub const EXEMPTION_LABEL: &str = "admission.sartor.dev/ignore";
 /// sartor's API version.
 pub const VERSION: &str = "v1";
 /// sartor's `apiVersion`.

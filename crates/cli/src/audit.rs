@@ -9,8 +9,8 @@ use anyhow::Context as _;
 use clap::{Args, ValueEnum};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
-use sartor_api::{Input, load_mutators};
-use sartor_controller::audit::{self, Audited, Outcome, Summary};
+use sartor_api::{Input, Wildcard, load_mutators};
+use sartor_controller::audit::{self, Audited, Excluded, Outcome, Summary};
 use sartor_engine::{Operation, System, compile};
 use sartor_offline::{Exit, colour, explain_as, to_yaml, yaml_diff};
 use serde_json::{Value, json};
@@ -29,6 +29,15 @@ pub struct AuditArgs {
     /// Only this namespace's objects (cluster-scoped kinds are then left out).
     #[arg(long, short = 'n', value_name = "NAMESPACE")]
     namespace: Option<String>,
+    /// The namespace sartor runs in: its objects are left out, as the
+    /// webhook never mutates them (`sartor serve --namespace`).
+    #[arg(long, value_name = "NAME", default_value = "sartor-system")]
+    sartor_namespace: String,
+    /// A namespace whose objects the webhook never mutates, left out (names
+    /// or globs, as `sartor serve --exclude-namespace`); namespaces labelled
+    /// admission.sartor.dev/ignore are left out too. Repeat the flag for more.
+    #[arg(long = "exclude-namespace", value_name = "NAME", default_value = "kube-system", action = clap::ArgAction::Append)]
+    exclude_namespaces: Vec<Wildcard>,
     /// The kubeconfig context to use (default: the current one).
     #[arg(long, value_name = "NAME")]
     context: Option<String>,
@@ -106,10 +115,15 @@ async fn audit_cluster(args: &AuditArgs) -> anyhow::Result<Exit> {
     // objects is held at a time, whatever the scan's size.
     let (mut changes, mut errors) = (Vec::new(), Vec::new());
     let progress = Progress::on_terminal();
+    let excluded = Excluded {
+        sartor_namespace: args.sartor_namespace.clone(),
+        namespaces: args.exclude_namespaces.clone(),
+    };
     let summary = audit::scan(
         &client,
         &system,
         args.namespace.as_deref(),
+        &excluded,
         args.operation,
         |audited| {
             if args.output == AuditFormat::Text {
@@ -216,6 +230,24 @@ impl Progress {
     }
 }
 
+/// `object`, with a Secret's `data` and `stringData` values replaced by
+/// `(redacted)`: a diff goes to terminals and CI logs, and a mutator that
+/// matches every kind lists Secrets too. A change to a value still shows,
+/// as a changed key.
+fn redacted(audited: &Audited, object: &Value) -> Value {
+    let mut object = object.clone();
+    if audited.api_version == "v1" && audited.kind == "Secret" {
+        for field in ["data", "stringData"] {
+            if let Some(values) = object.get_mut(field).and_then(Value::as_object_mut) {
+                for value in values.values_mut() {
+                    *value = Value::from("(redacted)");
+                }
+            }
+        }
+    }
+    object
+}
+
 /// `Kind namespace/name` (`Kind name` when cluster-scoped).
 fn object_name(audited: &Audited) -> String {
     match &audited.namespace {
@@ -250,7 +282,8 @@ fn print_line(audited: &Audited, diff: bool, explain: bool) {
             }
             if diff {
                 let name = object_name(audited);
-                match yaml_diff((&name, before), (&format!("{name} (mutated)"), after)) {
+                let (before, after) = (redacted(audited, before), redacted(audited, after));
+                match yaml_diff((&name, &before), (&format!("{name} (mutated)"), &after)) {
                     Ok(text) => print!("{}", colour(&text)),
                     Err(error) => eprintln!("error: {name}: {error:#}"),
                 }
@@ -367,5 +400,30 @@ mod tests {
             summary_line(&Summary::default()),
             "0 objects scanned (no kind the mutators can change is served): 0 would change, 0 cannot be mutated"
         );
+    }
+
+    #[test]
+    fn a_secrets_values_never_reach_a_diff() {
+        let audited = Audited {
+            api_version: "v1".to_string(),
+            kind: "Secret".to_string(),
+            namespace: Some("shop".to_string()),
+            name: "db".to_string(),
+            outcome: Outcome::Failed(String::new()),
+        };
+        let secret = json!({"apiVersion": "v1", "kind": "Secret",
+                            "data": {"password": "aHVudGVyMg=="}, "stringData": {"user": "admin"},
+                            "metadata": {"name": "db"}});
+        assert_eq!(
+            redacted(&audited, &secret),
+            json!({"apiVersion": "v1", "kind": "Secret",
+                   "data": {"password": "(redacted)"}, "stringData": {"user": "(redacted)"},
+                   "metadata": {"name": "db"}})
+        );
+        let config = Audited {
+            kind: "ConfigMap".to_string(),
+            ..audited
+        };
+        assert_eq!(redacted(&config, &secret), secret);
     }
 }

@@ -19,13 +19,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use kube::api::{ApiResource, DynamicObject, ListParams};
 use kube::discovery::{Discovery, Scope, verbs};
 use kube::{Api, Client};
+use sartor_api::{EXEMPTION_LABEL, Wildcard};
 use sartor_engine::{
     Admission, Gvk, KindPattern, Mutation, MutatorId, NamespaceLookup, Operation, System,
 };
 use sartor_state::Snapshot;
 use serde_json::Value;
 
-use crate::mutators::MutatorSet;
+use crate::mutators::{Group, MutatorSet};
 use crate::watch::{is_404, to_value, watched};
 
 /// Objects asked for per list call.
@@ -66,6 +67,33 @@ pub enum Outcome {
     Failed(String),
 }
 
+/// The namespaces whose objects the webhook never sees, so an audit leaves
+/// them out too: sartor's own, those `--exclude-namespace` names (globs),
+/// and any labelled [`EXEMPTION_LABEL`] (the install's namespaceSelector).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Excluded {
+    /// The namespace sartor runs in.
+    pub sartor_namespace: String,
+    /// Names or globs (`kube-system`, `*-system`).
+    pub namespaces: Vec<Wildcard>,
+}
+
+impl Excluded {
+    /// Whether objects in `namespace` (whose Namespace object, when known,
+    /// is `object`) are left out.
+    fn excludes(&self, namespace: &str, object: Option<&Value>) -> bool {
+        namespace == self.sartor_namespace
+            || self
+                .namespaces
+                .iter()
+                .any(|excluded| excluded.matches(namespace))
+            || object
+                .and_then(|object| object.pointer("/metadata/labels"))
+                .and_then(Value::as_object)
+                .is_some_and(|labels| labels.contains_key(EXEMPTION_LABEL))
+    }
+}
+
 /// What a scan went through.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Summary {
@@ -90,6 +118,13 @@ pub enum AuditError {
     /// Discovery failed.
     #[error("discovering the API server's resources: {0}")]
     Discovery(kube::Error),
+    /// None of sartor's mutator kinds is served: a wrong cluster or an
+    /// install without the CRDs (`sartor serve` stays not ready then).
+    #[error(
+        "none of sartor's mutator CRDs is served by this API server (is it the right cluster? \
+         kubectl apply --server-side -f crds/); --mutators audits with a set from files"
+    )]
+    NoMutatorCrds,
     /// Listing a kind failed; a 403 says RBAC does not let this user list it.
     #[error("listing {resource}: {}", api_message(error))]
     List {
@@ -117,6 +152,22 @@ fn api_message(error: &kube::Error) -> String {
 /// The Namespace objects, by name, for mutators with a `namespaceSelector`.
 struct Namespaces(BTreeMap<String, Value>);
 
+impl Namespaces {
+    /// Whether the webhook never sees `object`: it lives in (or, a
+    /// Namespace, is) a namespace `excluded` leaves out.
+    fn excluded(&self, excluded: &Excluded, object: &Value, resource: &ApiResource) -> bool {
+        let is_namespace = resource.group.is_empty() && resource.kind == "Namespace";
+        let field = if is_namespace { "name" } else { "namespace" };
+        let Some(namespace) = object
+            .pointer(&format!("/metadata/{field}"))
+            .and_then(Value::as_str)
+        else {
+            return false;
+        };
+        excluded.excludes(namespace, self.0.get(namespace))
+    }
+}
+
 impl NamespaceLookup for Namespaces {
     fn namespace(&self, name: &str) -> Option<&Value> {
         self.0.get(name)
@@ -135,6 +186,7 @@ pub async fn mutators_in_cluster(
     gatekeeper_compat: bool,
 ) -> Result<Snapshot, AuditError> {
     let mut set = MutatorSet::new();
+    let mut sartors_served = false;
     for kind in watched(client, gatekeeper_compat).await {
         let api: Api<DynamicObject> = Api::all_with(client.clone(), &kind.resource);
         let listed = match api.list(&ListParams::default()).await {
@@ -152,7 +204,11 @@ pub async fn mutators_in_cluster(
             .into_iter()
             .filter_map(|object| to_value(object, &kind.resource))
             .collect();
+        sartors_served |= kind.group == Group::Sartor;
         set.replace(kind.group, kind.kind, &objects);
+    }
+    if !sartors_served {
+        return Err(AuditError::NoMutatorCrds);
     }
     Ok(set.snapshot())
 }
@@ -169,6 +225,7 @@ pub async fn scan(
     client: &Client,
     system: &System,
     namespace: Option<&str>,
+    excluded: &Excluded,
     operation: Operation,
     mut found: impl FnMut(Audited),
     mut paged: impl FnMut(&str, usize),
@@ -184,12 +241,13 @@ pub async fn scan(
         .map(|(kind, _)| kind.clone())
         .collect();
     let resources = listed_resources(&discovery, &targets);
-    // Namespaces are listed only when a mutator reads them.
-    let reads_namespaces = resources.iter().any(|(resource, _)| {
+    // Namespaces are listed when a mutator reads them or for the exemption
+    // label of the namespaces whose objects are listed.
+    let needs_namespaces = resources.iter().any(|(resource, scope)| {
         let gvk = Gvk::new(&resource.group, &resource.version, &resource.kind);
-        system.needs_namespace(&gvk, operation)
+        *scope == Scope::Namespaced || system.needs_namespace(&gvk, operation)
     });
-    let namespaces = Namespaces(if reads_namespaces {
+    let namespaces = Namespaces(if needs_namespaces {
         namespace_objects(client).await?
     } else {
         BTreeMap::new()
@@ -224,6 +282,9 @@ pub async fn scan(
             listed += items.len();
             scanned += items.len();
             for object in items {
+                if namespaces.excluded(excluded, &object, &resource) {
+                    continue;
+                }
                 if let Some(audited) = audit(system, &namespaces, operation, object, &resource) {
                     match audited.outcome {
                         Outcome::Changes { .. } => summary.changed += 1,
@@ -427,4 +488,30 @@ fn without_managed_fields(mut object: Value) -> Value {
         metadata.remove("managedFields");
     }
     object
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn the_webhooks_excluded_namespaces_are_left_out() {
+        let excluded = Excluded {
+            sartor_namespace: "sartor-system".to_string(),
+            namespaces: ["kube-system", "*-sandbox"]
+                .into_iter()
+                .filter_map(|pattern| Wildcard::new(pattern).ok())
+                .collect(),
+        };
+        let labelled = json!({"metadata": {"name": "quiet", "labels": {EXEMPTION_LABEL: ""}}});
+        let plain = json!({"metadata": {"name": "shop", "labels": {"team": "core"}}});
+        assert!(excluded.excludes("sartor-system", None));
+        assert!(excluded.excludes("kube-system", None));
+        assert!(excluded.excludes("dev-sandbox", None));
+        assert!(excluded.excludes("quiet", Some(&labelled)));
+        assert!(!excluded.excludes("shop", Some(&plain)));
+        assert!(!excluded.excludes("shop", None));
+    }
 }

@@ -128,9 +128,8 @@ impl std::fmt::Debug for Webhook {
     }
 }
 
-/// The label that exempts a namespace from mutation: the install's mutating
-/// webhook skips namespaces that carry it (any value).
-pub const EXEMPTION_LABEL: &str = "admission.sartor.dev/ignore";
+/// The label that exempts a namespace from mutation (sartor-api's).
+pub use sartor_api::EXEMPTION_LABEL;
 
 /// Whether `request` adds or changes a Pod's ephemeral containers
 /// (`kubectl debug`): the `pods/ephemeralcontainers` subresource, whose

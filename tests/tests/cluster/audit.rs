@@ -51,6 +51,23 @@ pub fn stored_objects_the_mutators_would_change_are_listed(
         audit(suite, &["--mutators", &mutators, "-n", "audit"])?,
         (Some(0), line.to_string()),
     )?;
+    // A namespace the webhook never sees is left out, as `serve
+    // --exclude-namespace` leaves it out.
+    same(
+        "audit --exclude-namespace 'aud*'",
+        audit(
+            suite,
+            &[
+                "--mutators",
+                &mutators,
+                "-n",
+                "audit",
+                "--exclude-namespace",
+                "aud*",
+            ],
+        )?,
+        (Some(0), String::new()),
+    )?;
     same(
         "audit --mutators --exit-code",
         audit(
@@ -144,6 +161,7 @@ pub fn stored_objects_the_mutators_would_change_are_listed(
     // A user RBAC does not let list ConfigMaps: the resource, the API
     // server's words and what is missing.
     let forbidden = forbidden_audit(suite, &mutators);
+    plane.kubectl(&["delete", "clusterrolebinding,clusterrole", "audit-reader"])?;
     plane.kubectl(&["delete", "assign.mutations.sartor.dev", "audit-me"])?;
     plane.kubectl(&["delete", "namespace", "audit", "--wait=false"])?;
     same(
@@ -171,10 +189,25 @@ pub fn stored_objects_the_mutators_would_change_are_listed(
 }
 
 /// `sartor audit --mutators mutators -n audit` as the service account
-/// `audit/reader`, which no role binds: its exit code and stderr.
+/// `audit/reader`, which may list Namespaces (for their exemption label)
+/// and nothing else: its exit code and stderr.
 fn forbidden_audit(suite: &Suite, mutators: &str) -> Result<(Option<i32>, String), String> {
     let plane = &suite.plane;
     plane.kubectl(&["create", "serviceaccount", "reader", "-n", "audit"])?;
+    plane.kubectl(&[
+        "create",
+        "clusterrole",
+        "audit-reader",
+        "--verb=list",
+        "--resource=namespaces",
+    ])?;
+    plane.kubectl(&[
+        "create",
+        "clusterrolebinding",
+        "audit-reader",
+        "--clusterrole=audit-reader",
+        "--serviceaccount=audit:reader",
+    ])?;
     let token = plane.kubectl(&["create", "token", "reader", "-n", "audit"])?;
     let kubeconfig = plane.token_kubeconfig("audit-reader", token.trim())?;
     let output = Command::new(sartor_tests::binary::sartor()?)
