@@ -14,15 +14,13 @@
 //! Only one page of objects is held at a time; what comes back is what
 //! would change, not the objects that would not.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use kube::api::{ApiResource, DynamicObject, ListParams};
 use kube::discovery::{Discovery, Scope, verbs};
 use kube::{Api, Client};
 use sartor_api::{EXEMPTION_LABEL, Wildcard};
-use sartor_engine::{
-    Admission, Gvk, KindPattern, Mutation, MutatorId, NamespaceLookup, Operation, System,
-};
+use sartor_engine::{Admission, Gvk, KindPattern, Mutation, MutatorId, Operation, System};
 use sartor_state::Snapshot;
 use serde_json::Value;
 
@@ -79,6 +77,23 @@ pub struct Excluded {
 }
 
 impl Excluded {
+    /// Whether the webhook never sees `object` (of `resource`): it lives in
+    /// (or, a Namespace, is) a namespace left out; `namespaces` are the
+    /// Namespace objects, for their exemption label.
+    fn excludes_object(
+        &self,
+        object: &Value,
+        resource: &ApiResource,
+        namespaces: &HashMap<String, Value>,
+    ) -> bool {
+        let is_namespace = resource.group.is_empty() && resource.kind == "Namespace";
+        let field = if is_namespace { "name" } else { "namespace" };
+        object
+            .pointer(&format!("/metadata/{field}"))
+            .and_then(Value::as_str)
+            .is_some_and(|namespace| self.excludes(namespace, namespaces.get(namespace)))
+    }
+
     /// Whether objects in `namespace` (whose Namespace object, when known,
     /// is `object`) are left out.
     fn excludes(&self, namespace: &str, object: Option<&Value>) -> bool {
@@ -146,31 +161,6 @@ fn api_message(error: &kube::Error) -> String {
         ),
         kube::Error::Api(status) => format!("{} ({})", status.message, status.reason),
         other => other.to_string(),
-    }
-}
-
-/// The Namespace objects, by name, for mutators with a `namespaceSelector`.
-struct Namespaces(BTreeMap<String, Value>);
-
-impl Namespaces {
-    /// Whether the webhook never sees `object`: it lives in (or, a
-    /// Namespace, is) a namespace `excluded` leaves out.
-    fn excluded(&self, excluded: &Excluded, object: &Value, resource: &ApiResource) -> bool {
-        let is_namespace = resource.group.is_empty() && resource.kind == "Namespace";
-        let field = if is_namespace { "name" } else { "namespace" };
-        let Some(namespace) = object
-            .pointer(&format!("/metadata/{field}"))
-            .and_then(Value::as_str)
-        else {
-            return false;
-        };
-        excluded.excludes(namespace, self.0.get(namespace))
-    }
-}
-
-impl NamespaceLookup for Namespaces {
-    fn namespace(&self, name: &str) -> Option<&Value> {
-        self.0.get(name)
     }
 }
 
@@ -247,11 +237,12 @@ pub async fn scan(
         let gvk = Gvk::new(&resource.group, &resource.version, &resource.kind);
         *scope == Scope::Namespaced || system.needs_namespace(&gvk, operation)
     });
-    let namespaces = Namespaces(if needs_namespaces {
+    // The engine reads a map of Namespace objects by name as is.
+    let namespaces: HashMap<String, Value> = if needs_namespaces {
         namespace_objects(client).await?
     } else {
-        BTreeMap::new()
-    });
+        HashMap::new()
+    };
     let mut summary = Summary::default();
     let mut scanned = 0;
     for (resource, scope) in resources {
@@ -282,7 +273,7 @@ pub async fn scan(
             listed += items.len();
             scanned += items.len();
             for object in items {
-                if namespaces.excluded(excluded, &object, &resource) {
+                if excluded.excludes_object(&object, &resource, &namespaces) {
                     continue;
                 }
                 if let Some(audited) = audit(system, &namespaces, operation, object, &resource) {
@@ -357,7 +348,7 @@ fn listed_name(resource: &ApiResource, namespace: Option<&str>) -> String {
 }
 
 /// Every Namespace object, by name.
-async fn namespace_objects(client: &Client) -> Result<BTreeMap<String, Value>, AuditError> {
+async fn namespace_objects(client: &Client) -> Result<HashMap<String, Value>, AuditError> {
     let resource = ApiResource {
         group: String::new(),
         version: "v1".to_string(),
@@ -366,7 +357,7 @@ async fn namespace_objects(client: &Client) -> Result<BTreeMap<String, Value>, A
         plural: "namespaces".to_string(),
     };
     let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
-    let mut namespaces = BTreeMap::new();
+    let mut namespaces = HashMap::new();
     let mut params = ListParams::default().limit(PAGE);
     loop {
         let page = api.list(&params).await.map_err(|error| AuditError::List {
@@ -429,7 +420,7 @@ async fn list_page(
 /// One object through `system`: `None` when it would not change.
 fn audit(
     system: &System,
-    namespaces: &Namespaces,
+    namespaces: &HashMap<String, Value>,
     operation: Operation,
     object: Value,
     resource: &ApiResource,
