@@ -31,8 +31,9 @@ pub(crate) fn write<'s>(
     let applied: BTreeSet<String> = changes
         .iter()
         .map(|c| {
-            let generation = generation(&c.mutator).unwrap_or(0);
-            format!("{}/{}:{generation}", c.mutator.kind, c.mutator.name)
+            let mutator = c.mutator();
+            let generation = generation(mutator).unwrap_or(0);
+            format!("{}/{}:{generation}", mutator.kind, mutator.name)
         })
         .collect();
     let value = Value::String(applied.into_iter().collect::<Vec<_>>().join(", "));

@@ -87,8 +87,7 @@ impl Candidate {
         for changed in walked {
             changes.push(Change::new(
                 pass,
-                Arc::clone(&self.id),
-                Arc::clone(&self.location),
+                Arc::clone(&self.mutator),
                 keys.map(|k| k.keys(changed)).unwrap_or_default(),
             ));
         }

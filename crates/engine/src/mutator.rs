@@ -987,3 +987,23 @@ fn ends_in_list(location: &Path) -> Option<&sartor_location::ListSelector> {
         _ => None,
     }
 }
+
+#[cfg(test)]
+impl Mutator {
+    /// An Assign of Pods named `name` at `location`, for tests that need a
+    /// mutator to name rather than one to run.
+    pub(crate) fn assign_at(name: &str, location: &str) -> Mutator {
+        let object = sartor_api::parse_mutator(&serde_json::json!({
+            "apiVersion": "mutations.gatekeeper.sh/v1",
+            "kind": "Assign",
+            "metadata": {"name": name},
+            "spec": {
+                "applyTo": [{"groups": [""], "versions": ["v1"], "kinds": ["Pod"]}],
+                "location": location,
+                "parameters": {"assign": {"value": {"name": "x"}}},
+            },
+        }))
+        .unwrap_or_else(|error| panic!("{name} at {location}: {error}"));
+        Mutator::compile(&object).unwrap_or_else(|error| panic!("{name} at {location}: {error}"))
+    }
+}

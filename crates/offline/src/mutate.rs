@@ -649,7 +649,7 @@ pub fn explain_as(out: &mut String, label: &str, placement: Option<&str>, mutati
             out,
             "  pass {}  {}  {}",
             change.pass,
-            change.mutator,
+            change.mutator(),
             change.path()
         );
     }

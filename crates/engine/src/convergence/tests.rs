@@ -6,12 +6,10 @@
 use std::sync::Arc;
 
 use proptest::prelude::*;
-use sartor_api::MutatorKind;
-use sartor_location::Path;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::MutatorId;
+use crate::Mutator;
 use crate::originals::At;
 
 /// A toy mutator: when `when`'s field holds its value (or always, when
@@ -49,12 +47,8 @@ fn pass(
             originals.save(&[At::Field(name)], || object.get(name).cloned());
         }
         object[field(w.field)] = json!(w.value);
-        changes.push(Change::new(
-            number,
-            Arc::new(MutatorId::new(MutatorKind::Assign, format!("w{i}"))),
-            Arc::new(Path::parse(field(w.field)).unwrap()),
-            Vec::new(),
-        ));
+        let writer = Mutator::assign_at(&format!("w{i}"), field(w.field));
+        changes.push(Change::new(number, Arc::new(writer), Vec::new()));
     }
     changes
 }
@@ -119,10 +113,9 @@ proptest! {
 }
 
 fn changes(paths: &[&str]) -> Vec<Change> {
-    let id = Arc::new(MutatorId::new(MutatorKind::Assign, "a"));
     paths
         .iter()
-        .map(|p| Change::new(1, id.clone(), Arc::new(Path::parse(p).unwrap()), Vec::new()))
+        .map(|p| Change::new(1, Arc::new(Mutator::assign_at("a", p)), Vec::new()))
         .collect()
 }
 

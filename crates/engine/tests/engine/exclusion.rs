@@ -21,7 +21,7 @@ fn run(yaml: &str, object: &Value) -> (Value, Vec<String>) {
     let trace = mutation
         .changes
         .iter()
-        .map(|c| format!("{} {} {}", c.pass, c.mutator, c.path()))
+        .map(|c| format!("{} {} {}", c.pass, c.mutator(), c.path()))
         .collect();
     (out, trace)
 }

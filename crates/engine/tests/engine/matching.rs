@@ -367,7 +367,7 @@ fn a_label_written_between_two_mutators_of_one_match_is_seen_by_the_later() {
     let trace: Vec<String> = mutation
         .changes
         .iter()
-        .map(|c| format!("{} {} {}", c.pass, c.mutator, c.path()))
+        .map(|c| format!("{} {} {}", c.pass, c.mutator(), c.path()))
         .collect();
     assert_eq!(
         trace,

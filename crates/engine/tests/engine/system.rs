@@ -14,7 +14,7 @@ fn trace(mutation: &sartor_engine::Mutation) -> Vec<String> {
     mutation
         .changes
         .iter()
-        .map(|c| format!("{} {} {}", c.pass, c.mutator, c.path()))
+        .map(|c| format!("{} {} {}", c.pass, c.mutator(), c.path()))
         .collect()
 }
 
