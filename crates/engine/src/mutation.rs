@@ -321,7 +321,7 @@ impl Mutation {
             let ascending = rest.is_empty() && ordered.last().is_none_or(|last| *last < id);
             if !ascending
                 && (ordered.binary_search_by(|seen| (*seen).cmp(id)).is_ok()
-                    || rest.iter().any(|seen| *seen == id))
+                    || rest.contains(&id))
             {
                 continue;
             }
