@@ -21,8 +21,15 @@
 //! shape. Adding elements at a list's end keeps the indexes before them: the
 //! list only notes how many elements it kept ([`Originals::save_grown`]),
 //! and nothing is saved inside the added ones.
+//!
+//! A map with many saved fields (a ConfigMap through 1,000 Assigns) keeps
+//! those saved after the first [`FLAT_FROM`] in a flat list, in the order
+//! saved: keeping them sorted cost a search per save, and copying the map
+//! whole cost more than everything else a save does. The readers sort the
+//! list when they need its order (the patch), and most never do: a changed
+//! place among the sorted ones already answers [`Originals::unchanged`].
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::walk::same_key;
 
@@ -30,9 +37,20 @@ use crate::walk::same_key;
 /// instead of scanning: a ConfigMap's or a label map's many keys.
 const BISECT_PAST: usize = 16;
 
-/// From this many places below a map, and half its entries, a save of one
-/// more saves the map whole instead ([`Originals::save_field`]).
-const WHOLE_FROM: usize = 64;
+/// From this many places below a map, the map's fields are saved in its
+/// flat list ([`Node::flat`]) instead.
+const FLAT_FROM: usize = 32;
+
+/// A place below a node, as the readers in key order see it: one of the
+/// places below, or a field saved flat.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Place<'n, 's> {
+    Below(&'n Node<'s>),
+    Flat(&'n Option<Value>),
+}
+
+/// A map's fields saved flat ([`Node::flat`]).
+type Flat<'s> = Vec<(&'s str, Option<Value>)>;
 
 /// One step of a place's path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -59,13 +77,46 @@ pub(crate) struct Node<'s> {
     /// What the place held before its first change, when it is saved
     /// (`Some(None)`: it was absent). Nothing below a saved place is kept.
     pub(crate) saved: Option<Option<Value>>,
-    /// For a list that elements were added to at its end (and none taken
-    /// away before that): how many it held before. The places below are
-    /// among those.
-    pub(crate) kept: Option<u32>,
     /// The places below on the way to saved ones, sorted by step: fields
     /// in the object's key order, which the patch follows.
     pub(crate) below: Vec<(At<'s>, Node<'s>)>,
+    /// What few places have: a grown list's length, a map's flat list.
+    /// Boxed, so that a node stays 64 bytes: its size is paid on every save
+    /// and drop (and a larger one moved the load sets' lists of places into
+    /// another size of the allocator's, costing 4% more instructions).
+    more: Option<Box<More<'s>>>,
+}
+
+/// The rarer parts of a [`Node`].
+#[derive(Debug, Clone, Default)]
+struct More<'s> {
+    /// For a list that elements were added to at its end (and none taken
+    /// away before that): how many it held before. The places below are
+    /// among those.
+    kept: Option<u32>,
+    /// Fields of this map saved once `below` held [`FLAT_FROM`] places,
+    /// unsorted, each with what it held before (`None`: absent). A field
+    /// saved again is listed again: its first listing holds its original.
+    /// A field that is a place in `below` too is saved there, and that
+    /// original is the one that counts.
+    flat: Flat<'s>,
+    /// Whether, since the flat list began, some place in `below` may not be
+    /// saved itself (it leads to saved ones, or it is a list that grew):
+    /// then a field saved flat is looked for in `below` first, to save it
+    /// there.
+    open: bool,
+}
+
+// === impl Place ===
+
+impl Place<'_, '_> {
+    /// What the place held before its first change, when it is saved.
+    pub(crate) fn saved(&self) -> Option<&Option<Value>> {
+        match self {
+            Place::Below(node) => node.saved.as_ref(),
+            Place::Flat(original) => Some(original),
+        }
+    }
 }
 
 // === impl At ===
@@ -100,7 +151,7 @@ impl<'s> Originals<'s> {
 
     /// Whether nothing was saved: nothing was changed.
     pub(crate) fn is_empty(&self) -> bool {
-        self.root.saved.is_none() && self.root.below.is_empty()
+        self.root.saved.is_none() && self.root.below.is_empty() && self.root.flat().is_empty()
     }
 
     /// The tree of saved places, from the object itself.
@@ -118,18 +169,15 @@ impl<'s> Originals<'s> {
         }
     }
 
-    /// Saves the field `name` of `map`, the map at `path`, as
-    /// [`Originals::save`] would; `original()` is what `name` held before
-    /// (`map` may hold its change already). Once the fields saved there are
-    /// many and half the map's entries, the map is saved whole instead: one
-    /// copy of it costs less than keeping the many saved fields sorted, the
-    /// more so the more follow (a ConfigMap through 1,000 Assigns).
+    /// Saves the field `name` of the map at `path`, as [`Originals::save`]
+    /// would; `original()` is what `name` held before (the map may hold its
+    /// change already). Past [`FLAT_FROM`] places below the map, the field
+    /// goes to its flat list, unsearched.
     #[inline]
     pub(crate) fn save_field(
         &mut self,
         path: &[At<'s>],
         name: &'s str,
-        map: &Map<String, Value>,
         original: impl FnOnce() -> Option<Value>,
     ) {
         let Some(node) = self.node_at(path) else {
@@ -139,22 +187,18 @@ impl<'s> Originals<'s> {
             return;
         }
         let field = At::Field(name);
-        let whole = node.below.len() >= WHOLE_FROM && 2 * node.below.len() >= map.len();
+        let flat = node.below.len() >= FLAT_FROM;
+        if flat && !node.open() {
+            node.list_flat(name, original());
+            return;
+        }
         match node.find(&field) {
-            Err(index) if whole => {
-                let this = Node {
-                    saved: Some(original()),
-                    ..Node::default()
-                };
-                node.below.insert(index, (field, this));
-                let below = std::mem::take(&mut node.below);
-                node.saved = Some(Some(Value::Object(original_map(map, below))));
-            }
             Ok(index) => {
                 if let Some((_, field)) = node.below.get_mut(index) {
                     field.save(original);
                 }
             }
+            Err(_) if flat => node.list_flat(name, original()),
             Err(index) => {
                 node.below.insert(index, (field, Node::default()));
                 if let Some((_, field)) = node.below.get_mut(index) {
@@ -171,11 +215,11 @@ impl<'s> Originals<'s> {
         let Some(node) = self.node_at(path) else {
             return;
         };
-        if node.saved.is_some() || node.kept.is_some() {
+        if node.saved.is_some() || node.kept().is_some() {
             return;
         }
         match u32::try_from(list.len()) {
-            Ok(len) => node.kept = Some(len),
+            Ok(len) => node.more.get_or_insert_default().kept = Some(len),
             Err(_) => node.save(|| Some(Value::Array(list.to_vec()))),
         }
     }
@@ -205,7 +249,7 @@ impl<'s> Originals<'s> {
     pub(crate) fn restore(&self, object: &mut Value) {
         match &self.root.saved {
             Some(Some(original)) => *object = original.clone(),
-            _ => fold(object, self.root.below.clone()),
+            _ => fold(object, self.root.clone()),
         }
     }
 }
@@ -234,23 +278,104 @@ impl<'s> Node<'s> {
     /// Whether `at` is an element added to this list (nothing to save).
     #[inline(always)]
     fn added(&self, at: &At<'_>) -> bool {
-        match (self.kept, at) {
+        match (self.kept(), at) {
             (Some(kept), At::Index(index)) => *index >= kept as usize,
             _ => false,
         }
     }
 
-    /// The place `at` below this one, added when missing.
+    /// The place `at` below this one, added when missing; `None` when it is
+    /// a field saved flat (a saved place).
     #[inline(always)]
     fn place(&mut self, at: &At<'s>) -> Option<&mut Node<'s>> {
         let index = match self.find(at) {
             Ok(index) => index,
             Err(index) => {
+                if let At::Field(name) = at
+                    && self.flat().iter().any(|(field, _)| same_key(field, name))
+                {
+                    return None;
+                }
                 self.below.insert(index, (*at, Node::default()));
                 index
             }
         };
+        // The place may lead to saved ones without being saved itself.
+        if let Some(more) = &mut self.more {
+            more.open = true;
+        }
         self.below.get_mut(index).map(|(_, node)| node)
+    }
+
+    /// For a list grown at its end, how many elements it held before.
+    pub(crate) fn kept(&self) -> Option<u32> {
+        self.more.as_ref().and_then(|more| more.kept)
+    }
+
+    /// The fields saved flat, in the order saved.
+    pub(crate) fn flat(&self) -> &[(&'s str, Option<Value>)] {
+        self.more.as_ref().map_or(&[], |more| more.flat.as_slice())
+    }
+
+    /// Whether a field to save flat must be looked for below first
+    /// ([`More::open`]).
+    fn open(&self) -> bool {
+        match &self.more {
+            Some(more) if !more.flat.is_empty() => more.open,
+            // The flat list begins: any place below not saved itself.
+            _ => self.below.iter().any(|(_, node)| node.saved.is_none()),
+        }
+    }
+
+    /// Lists the field `name` as saved flat, holding `original` before.
+    fn list_flat(&mut self, name: &'s str, original: Option<Value>) {
+        let open = self.flat().is_empty() && self.open();
+        let more = self.more.get_or_insert_default();
+        if more.flat.is_empty() {
+            more.open = open;
+        }
+        more.flat.push((name, original));
+    }
+
+    /// The places below and the fields of `flat` (this node's
+    /// [`Node::flat_sorted`]) merged, in key order.
+    pub(crate) fn places<'n>(
+        &'n self,
+        flat: &'n [(&'s str, &'n Option<Value>)],
+    ) -> impl Iterator<Item = (At<'s>, Place<'n, 's>)> + 'n {
+        let mut below = self.below.iter().peekable();
+        let mut flat = flat.iter().peekable();
+        std::iter::from_fn(move || {
+            let flat_first = match (below.peek(), flat.peek()) {
+                (Some((at, _)), Some((name, _))) => At::Field(name) < *at,
+                (None, Some(_)) => true,
+                (_, None) => false,
+            };
+            match flat_first {
+                true => flat
+                    .next()
+                    .map(|(name, original)| (At::Field(name), Place::Flat(original))),
+                false => below.next().map(|(at, node)| (*at, Place::Below(node))),
+            }
+        })
+    }
+
+    /// The first listing of each field in the flat list that is not a
+    /// place below, sorted: the flat list as the sorted places would hold
+    /// it.
+    pub(crate) fn flat_sorted(&self) -> Vec<(&'s str, &Option<Value>)> {
+        let mut fields: Vec<(&'s str, &Option<Value>)> = self
+            .flat()
+            .iter()
+            .map(|(name, original)| (*name, original))
+            .collect();
+        // Stable: a field's first listing stays first among its listings.
+        fields.sort_by(|a, b| a.0.cmp(b.0));
+        fields.dedup_by(|later, first| later.0 == first.0);
+        if !self.below.is_empty() {
+            fields.retain(|(name, _)| self.find(&At::Field(name)).is_err());
+        }
+        fields
     }
 
     /// Saves `original()` here unless saved already, folding in the places
@@ -261,110 +386,66 @@ impl<'s> Node<'s> {
             return;
         }
         let mut value = original();
-        let below = std::mem::take(&mut self.below);
-        if let Some(value) = &mut value {
-            truncate(value, self.kept.take());
-            fold(value, below);
+        // Most saved places have nothing below to fold in.
+        if !self.below.is_empty() || self.more.is_some() {
+            let below = std::mem::take(self);
+            if let Some(value) = &mut value {
+                fold(value, below);
+            }
         }
         self.saved = Some(value);
     }
 }
 
 impl Node<'_> {
-    /// What this place held as admitted, when it holds `current` now
-    /// (`None`: absent).
-    fn original(self, current: Option<&Value>) -> Option<Value> {
-        match self.saved {
-            Some(original) => original,
-            None => current.map(|current| {
-                let mut value = current.clone();
-                truncate(&mut value, self.kept);
-                fold(&mut value, self.below);
-                value
-            }),
-        }
-    }
-
     /// Whether the saved places at and below this one, which holds
     /// `current`, hold their originals.
     fn unchanged(&self, current: Option<&Value>) -> bool {
         match &self.saved {
             Some(original) => original.as_ref() == current,
-            None if self.kept.is_some_and(|kept| {
+            None if self.kept().is_some_and(|kept| {
                 current.and_then(Value::as_array).map(Vec::len) != Some(kept as usize)
             }) =>
             {
                 false
             }
-            None => self.below.iter().all(|(at, node)| {
-                current.is_some_and(|current| node.unchanged(step(current, *at)))
-            }),
+            None => {
+                self.below.iter().all(|(at, node)| {
+                    current.is_some_and(|current| node.unchanged(step(current, *at)))
+                }) && (self.flat().is_empty()
+                    // Sorting the flat list is left to the last: a changed
+                    // place below has mostly answered already.
+                    || self.flat_sorted().into_iter().all(|(name, original)| {
+                        original.as_ref() == current.and_then(|c| step(c, At::Field(name)))
+                    }))
+            }
         }
     }
 }
 
-/// Puts the originals saved in `below` (the places below the one holding
-/// `value`) into `value`.
-fn fold(value: &mut Value, below: Vec<(At<'_>, Node<'_>)>) {
-    for (at, node) in below {
+/// Puts the originals saved below `node` (the place holding `value`) into
+/// `value`: the flat list first, latest listing first so that each field's
+/// first is what stays, then the places below, whose originals count over
+/// the flat list's.
+fn fold(value: &mut Value, node: Node<'_>) {
+    let (kept, flat) = match node.more {
+        Some(more) => (more.kept, more.flat),
+        None => (None, Vec::new()),
+    };
+    truncate(value, kept);
+    for (name, original) in flat.into_iter().rev() {
+        put(value, At::Field(name), original);
+    }
+    for (at, node) in node.below {
         match node.saved {
             Some(original) => put(value, at, original),
             None => {
                 if let Some(next) = step_mut(value, at) {
-                    truncate(next, node.kept);
-                    fold(next, node.below);
+                    fold(next, node);
                 }
             }
         }
     }
-}
-
-/// The map whose places below are `below` (sorted, as nodes keep them) and
-/// which holds `current` now: `current`'s entries, each saved one as it
-/// was. Both are in key order, so they are merged in one pass and the map
-/// built from sorted entries, without a search.
-fn original_map(
-    current: &Map<String, Value>,
-    below: Vec<(At<'_>, Node<'_>)>,
-) -> Map<String, Value> {
-    let mut entries: Vec<(String, Value)> = Vec::with_capacity(current.len() + below.len());
-    let mut now = current.iter().peekable();
-    let mut saved = below
-        .into_iter()
-        .filter_map(|(at, node)| match at {
-            At::Field(name) => Some((name, node)),
-            At::Index(_) => None,
-        })
-        .peekable();
-    loop {
-        let (key, value) = match (now.peek(), saved.peek()) {
-            (None, None) => break,
-            (Some((key, _)), Some((name, _))) if key.as_str() > *name => match saved.next() {
-                Some((name, node)) => (name.to_string(), node.original(None)),
-                None => break,
-            },
-            (None, Some(_)) => match saved.next() {
-                Some((name, node)) => (name.to_string(), node.original(None)),
-                None => break,
-            },
-            (Some((key, _)), Some((name, _))) if key.as_str() == *name => {
-                match (now.next(), saved.next()) {
-                    (Some((key, value)), Some((_, node))) => {
-                        (key.clone(), node.original(Some(value)))
-                    }
-                    _ => break,
-                }
-            }
-            (Some(_), _) => match now.next() {
-                Some((key, value)) => (key.clone(), Some(value.clone())),
-                None => break,
-            },
-        };
-        if let Some(value) = value {
-            entries.push((key, value));
-        }
-    }
-    entries.into_iter().collect()
 }
 
 /// Takes away the elements added to the list `value` after the `kept` it

@@ -15,7 +15,7 @@
 
 use serde_json::Value;
 
-use crate::originals::{At, Node, Originals, step};
+use crate::originals::{At, Node, Originals, Place, step};
 
 /// An RFC 6902 JSON patch, held as its JSON text.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,26 +42,33 @@ pub(crate) fn between(originals: &Originals<'_>, mutated: &Value) -> Patch {
 /// Diffs the places saved below `node`, whose place holds `current` (as
 /// admitted but for them), where they are.
 fn diff_places(node: &Node<'_>, current: &Value, pointer: &mut Pointer, patch: &mut Patch) {
+    // A map's fields saved flat are sorted in among the places below.
+    let flat = match node.flat().is_empty() {
+        true => Vec::new(),
+        false => node.flat_sorted(),
+    };
     // Fields come in key order, which is the object's (as json_patch): added
     // or changed ones first...
     let mut removed = false;
-    for (at, below) in &node.below {
-        match (&below.saved, step(current, *at)) {
+    for (at, place) in node.places(&flat) {
+        match (place.saved(), step(current, at)) {
             (Some(Some(original)), Some(value)) => {
-                push(pointer, *at);
+                push(pointer, at);
                 diff_below(original, value, pointer, patch);
                 pointer.pop_back();
             }
             (Some(None), Some(value)) => {
-                push(pointer, *at);
+                push(pointer, at);
                 patch.add(pointer, value);
                 pointer.pop_back();
             }
             (Some(Some(_)), None) => removed = true,
             (None, Some(value)) => {
-                push(pointer, *at);
-                diff_places(below, value, pointer, patch);
-                pointer.pop_back();
+                if let Place::Below(below) = place {
+                    push(pointer, at);
+                    diff_places(below, value, pointer, patch);
+                    pointer.pop_back();
+                }
             }
             // Absent before and after; or the parents of saved places,
             // which are never taken away.
@@ -70,7 +77,7 @@ fn diff_places(node: &Node<'_>, current: &Value, pointer: &mut Pointer, patch: &
     }
     // A list's elements added after those it kept come after its changed
     // ones, as `diff_lists` adds them.
-    if let (Some(kept), Value::Array(list)) = (node.kept, current) {
+    if let (Some(kept), Value::Array(list)) = (node.kept(), current) {
         for (index, value) in list.iter().enumerate().skip(kept as usize) {
             pointer.push_back(index);
             patch.add(pointer, value);
@@ -79,11 +86,11 @@ fn diff_places(node: &Node<'_>, current: &Value, pointer: &mut Pointer, patch: &
     }
     // ...then removed ones (rare), in key order too.
     if removed {
-        for (at, below) in &node.below {
-            if let Some(Some(_)) = below.saved
-                && step(current, *at).is_none()
+        for (at, place) in node.places(&flat) {
+            if let Some(Some(_)) = place.saved()
+                && step(current, at).is_none()
             {
-                push(pointer, *at);
+                push(pointer, at);
                 patch.remove(pointer);
                 pointer.pop_back();
             }

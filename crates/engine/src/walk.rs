@@ -456,15 +456,10 @@ impl<'s> Trail<'s, '_> {
         }
     }
 
-    /// Saves the field `name` of `map`, the place at the trail (or `map`
-    /// whole: [`Originals::save_field`]).
-    fn save_field(
-        &mut self,
-        map: &Map<String, Value>,
-        name: &'s str,
-        original: impl FnOnce() -> Option<Value>,
-    ) {
-        self.originals.save_field(&self.path, name, map, original);
+    /// Saves the field `name` of the map at the trail
+    /// ([`Originals::save_field`]).
+    fn save_field(&mut self, name: &'s str, original: impl FnOnce() -> Option<Value>) {
+        self.originals.save_field(&self.path, name, original);
     }
 
     /// Saves the list at the trail, before elements are removed.
@@ -568,7 +563,7 @@ impl<'a> Walk<'a, '_> {
                 let mutated = self.step(&mut next, depth + 1, frame, changed, None)?;
                 if mutated {
                     if let Some(trail) = trail {
-                        trail.save_field(map, name, || None);
+                        trail.save_field(name, || None);
                     }
                     map.insert(name.clone(), next);
                     // Creating the parents is a change even when the setter
@@ -661,13 +656,13 @@ impl<'a> Walk<'a, '_> {
         };
         match self.setter.replace_value(map, name) {
             Some(Ok(Replaced::Changed { before })) => {
-                trail.save_field(map, name, || before);
+                trail.save_field(name, || before);
                 Ok(true)
             }
             Some(Ok(Replaced::Unchanged)) => Ok(false),
             Some(Err(error)) => Err(error),
             None => {
-                trail.save_field(map, name, || map.get(name).cloned());
+                trail.save_field(name, || map.get(name).cloned());
                 self.setter.set_value(map, name)
             }
         }

@@ -244,10 +244,10 @@ fn places_past_the_bisect_threshold_are_found_and_kept_in_order() {
 }
 
 #[test]
-fn many_fields_saved_below_a_map_save_it_whole() {
-    // Fields of the map saved one by one until WHOLE_FROM of its 100
-    // entries are, then the map whole: the fields saved before are folded
-    // in, those after (new keys among them) fall inside.
+fn many_fields_saved_below_a_map_go_to_its_flat_list() {
+    // Fields of the map saved one by one, scattered, twice each, new keys
+    // among them: the first FLAT_FROM become places below, the rest are
+    // listed flat, in the order saved.
     let admitted = json!({"data": (0..100)
         .map(|i| (format!("key-{i}"), json!("0")))
         .collect::<serde_json::Map<String, Value>>()});
@@ -258,54 +258,35 @@ fn many_fields_saved_below_a_map_save_it_whole() {
         .collect();
     let mut object = admitted.clone();
     let mut originals = Originals::default();
-    let mut saved_whole_after = None;
-    for (count, name) in names.iter().chain(&names).enumerate() {
-        let data = object["data"].as_object_mut().unwrap();
-        let original = || data.get(name.as_str()).cloned();
-        originals.save_field(&[At::Field("data")], name, data, original);
-        data.insert(name.clone(), json!("1"));
-        let (at, node) = &originals.root().below[0];
-        assert_eq!(*at, At::Field("data"));
-        if node.saved.is_some() && saved_whole_after.is_none() {
-            saved_whole_after = Some(count);
+    for (round, value) in [json!("1"), json!("2")].iter().enumerate() {
+        for name in &names {
+            let data = object["data"].as_object_mut().unwrap();
+            let before = data.insert(name.clone(), value.clone());
+            originals.save_field(&[At::Field("data")], name, || before);
+        }
+        if round == 0 {
+            assert_answers(&originals, &object, &admitted);
         }
     }
-    assert_eq!(saved_whole_after, Some(WHOLE_FROM));
-    assert_eq!(
-        originals.root().below[0].1.saved,
-        Some(Some(admitted["data"].clone()))
-    );
-    assert_answers(&originals, &object, &admitted);
-}
-
-#[test]
-fn fields_saved_below_a_large_map_stay_apart() {
-    // Many saved fields, but fewer than half the entries: no copy of the map.
-    let admitted = json!({"data": (0..1000)
-        .map(|i| (format!("key-{i}"), json!("0")))
-        .collect::<serde_json::Map<String, Value>>()});
-    let names: Vec<String> = (0..400).map(|i| format!("key-{i}")).collect();
-    let mut object = admitted.clone();
-    let mut originals = Originals::default();
-    for name in &names {
-        let data = object["data"].as_object_mut().unwrap();
-        let original = || data.get(name.as_str()).cloned();
-        originals.save_field(&[At::Field("data")], name, data, original);
-        data.insert(name.clone(), json!("1"));
-    }
     let data = &originals.root().below[0].1;
-    assert_eq!((data.saved.is_none(), data.below.len()), (true, 400));
+    assert_eq!(data.saved, None);
+    assert_eq!(data.below.len(), FLAT_FROM);
+    // Listed again in the second round, with what the first set.
+    assert_eq!(data.flat().len(), 2 * names.len() - FLAT_FROM);
+    let listed: Vec<&str> = data.flat().iter().map(|(name, _)| *name).collect();
+    assert_eq!(listed[..3], ["key-24", "key-31", "key-38"]);
     assert_answers(&originals, &object, &admitted);
 }
 
 #[test]
-fn a_map_saved_whole_keeps_what_was_saved_below_it() {
-    // Saved before the map is: a place inside one entry, an entry removed,
-    // an entry added; then enough entries changed to save the map whole.
+fn a_map_listing_fields_flat_keeps_what_was_saved_below_it() {
+    // Saved before the map's fields go flat: a place inside one entry, an
+    // entry removed, an entry added. Then many entries changed, the first
+    // two again among them, and the entry with a saved place inside.
     let admitted = json!({"data": (0..100)
         .map(|i| (format!("key-{i:02}"), json!({"sub": "0", "other": i})))
         .collect::<serde_json::Map<String, Value>>()});
-    let names: Vec<String> = (2..80).map(|i| format!("key-{i:02}")).collect();
+    let names: Vec<String> = (0..80).map(|i| format!("key-{i:02}")).collect();
     let mut object = admitted.clone();
     let mut originals = Originals::default();
     originals.save(
@@ -315,20 +296,106 @@ fn a_map_saved_whole_keeps_what_was_saved_below_it() {
     object["data"]["key-00"]["sub"] = json!("1");
     {
         let data = object["data"].as_object_mut().unwrap();
-        let original = || data.get("key-01").cloned();
-        originals.save_field(&[At::Field("data")], "key-01", data, original);
-        data.remove("key-01");
-        originals.save_field(&[At::Field("data")], "added", data, || None);
+        let before = data.remove("key-01");
+        originals.save_field(&[At::Field("data")], "key-01", || before);
+        originals.save_field(&[At::Field("data")], "added", || None);
         data.insert("added".into(), json!("new"));
     }
     for name in &names {
         let data = object["data"].as_object_mut().unwrap();
         let before = data.insert(name.clone(), json!("changed"));
-        originals.save_field(&[At::Field("data")], name, data, || before);
+        originals.save_field(&[At::Field("data")], name, || before);
     }
-    assert_eq!(
-        originals.root().below[0].1.saved,
-        Some(Some(admitted["data"].clone()))
+    let data = &originals.root().below[0].1;
+    assert!(!data.flat().is_empty());
+    // key-00 is a place below: saved there, with its inner change folded in.
+    let (_, key_00) = data
+        .below
+        .iter()
+        .find(|(at, _)| *at == At::Field("key-00"))
+        .unwrap();
+    assert_eq!(key_00.saved, Some(Some(admitted["data"]["key-00"].clone())));
+    assert!(key_00.below.is_empty());
+    // Inside a field saved flat: nothing more is saved.
+    originals.save(
+        &[At::Field("data"), At::Field("key-79"), At::Field("sub")],
+        || panic!("not read"),
     );
     assert_answers(&originals, &object, &admitted);
+    // Every field put back as it was: unchanged again, the flat list read.
+    let mut restored = object.clone();
+    originals.restore(&mut restored);
+    assert!(originals.unchanged(&restored));
+}
+
+/// Field names for the flat-list property: more than [`FLAT_FROM`].
+static MANY_KEYS: std::sync::LazyLock<Vec<&'static str>> = std::sync::LazyLock::new(|| {
+    (0..2 * FLAT_FROM)
+        .map(|i| &*Box::leak(format!("k{i:02}").into_boxed_str()))
+        .collect()
+});
+
+/// One edit of a map with many fields: set a field (`action` 0), remove it
+/// (1), set the field `x` inside it (2) or add an element to its list (3),
+/// each saved as the walk saves it.
+fn many_fields_edit(
+    object: &mut Value,
+    (action, key, value): (u8, usize, i64),
+    originals: &mut Originals<'static>,
+) {
+    let key = MANY_KEYS[key % MANY_KEYS.len()];
+    let map = object.as_object_mut().unwrap();
+    match action {
+        0 => {
+            let before = map.insert(key.to_string(), json!({"x": value, "l": [value]}));
+            originals.save_field(&[], key, || before);
+        }
+        1 => {
+            if let Some(before) = map.remove(key) {
+                originals.save_field(&[], key, || Some(before));
+            }
+        }
+        2 => {
+            if let Some(Value::Object(inner)) = map.get_mut(key) {
+                let before = inner.insert("x".into(), json!(value));
+                originals.save(&[At::Field(key), At::Field("x")], || before);
+            }
+        }
+        _ => {
+            if let Some(Value::Object(inner)) = map.get_mut(key)
+                && let Some(Value::Array(list)) = inner.get_mut("l")
+            {
+                originals.save_grown(&[At::Field(key), At::Field("l")], list);
+                list.push(json!(value));
+            }
+        }
+    }
+}
+
+proptest! {
+    #[test]
+    fn a_map_with_many_saved_fields_rebuilds_compares_and_diffs_like_a_kept_copy(
+        admitted in proptest::collection::btree_map(0..2 * FLAT_FROM, 0..3i64, 0..2 * FLAT_FROM),
+        edits in proptest::collection::vec((0..4u8, 0..2 * FLAT_FROM, 0..3i64), 0..160),
+    ) {
+        let admitted: Value = admitted
+            .into_iter()
+            .map(|(key, value)| (MANY_KEYS[key].to_string(), json!({"x": value, "l": []})))
+            .collect::<serde_json::Map<String, Value>>()
+            .into();
+        let mut object = admitted.clone();
+        let mut originals = Originals::default();
+        for edit in &edits {
+            many_fields_edit(&mut object, *edit, &mut originals);
+        }
+        prop_assert_eq!(originals.unchanged(&object), object == admitted);
+        prop_assert!(originals.unchanged(&admitted));
+        let want = json_patch::diff(&admitted, &object);
+        let patch = patch::between(&originals, &object);
+        prop_assert_eq!(patch.operations().unwrap(), want.clone());
+        prop_assert_eq!(patch.json(), serde_json::to_vec(&want).unwrap());
+        let mut restored = object.clone();
+        originals.restore(&mut restored);
+        prop_assert_eq!(restored, admitted);
+    }
 }
