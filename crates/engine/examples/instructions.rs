@@ -10,7 +10,8 @@
 //!
 //! Arguments: the shape (`instructions list` names them), how many calls,
 //! and `--twice` to mutate twice per call: the deliberate slowdown the
-//! guard's self-test must catch. The load test's sets read the directory
+//! guard's self-test must catch; `--patch` to build the patch too, as the
+//! webhook does (the guard leaves it out). The load test's sets read the directory
 //! `make-load.py` wrote from `SARTOR_LOAD_DIR`.
 #![allow(
     clippy::print_stdout,
@@ -144,6 +145,12 @@ fn main() {
     let (system, object) = shape(name);
     // As the webhook asks: no change's path is read.
     let admission = Admission::new(&object).without_paths();
+    // With `--patch`, the patch the webhook answers with too (the guard
+    // leaves it out, as Gatekeeper's benchmarks do).
+    let admission = match args.iter().any(|a| a == "--patch") {
+        true => admission.with_patch(),
+        false => admission,
+    };
     // Uncounted: first-use costs (lazy statics, the allocator's first pages).
     let mut changes = warm_up(&system, &admission, &object);
     for _ in 0..calls {

@@ -320,8 +320,7 @@ impl Mutation {
             let (ordered, rest) = applied.split_at_checked(sorted).unwrap_or((&applied, &[]));
             let ascending = rest.is_empty() && ordered.last().is_none_or(|last| *last < id);
             if !ascending
-                && (ordered.binary_search_by(|seen| (*seen).cmp(id)).is_ok()
-                    || rest.contains(&id))
+                && (ordered.binary_search_by(|seen| (*seen).cmp(id)).is_ok() || rest.contains(&id))
             {
                 continue;
             }
