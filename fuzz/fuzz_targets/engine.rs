@@ -89,8 +89,8 @@ fuzz_target!(|data: &[u8]| {
     for (plain, pinned) in pathless.changes.iter().zip(&plain.changes) {
         match pinned.pass {
             1 => assert_eq!(
-                (plain.pass, &plain.mutator, plain.path().to_string()),
-                (1, &pinned.mutator, pinned.location().to_string()),
+                (plain.pass, plain.mutator(), plain.path().to_string()),
+                (1, pinned.mutator(), pinned.location().to_string()),
                 "a first-pass change without paths"
             ),
             _ => assert_eq!(plain, pinned, "a later change without paths"),
