@@ -1,7 +1,7 @@
 //! `sartor audit`: the objects already in a cluster that the mutators would
-//! change on their next write, read-only. The mutators come from the
-//! cluster, or from files (`--mutators`) to try a set against a live
-//! cluster before it is applied.
+//! change on their next write; read-only unless `--fix` is given. The
+//! mutators come from the cluster, or from files (`--mutators`) to try a set
+//! against a live cluster before it is applied.
 
 use std::collections::BTreeMap;
 
@@ -10,7 +10,7 @@ use clap::{Args, ValueEnum};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 use sartor_api::{Input, Wildcard, load_mutators};
-use sartor_controller::audit::{self, Audited, Excluded, Outcome, Summary};
+use sartor_controller::audit::{self, Audited, Excluded, Outcome, Repairer, Stored, Summary};
 use sartor_engine::{Operation, System, compile};
 use sartor_offline::{Exit, colour, explain_as, to_yaml, yaml_diff};
 use serde_json::{Value, json};
@@ -64,6 +64,15 @@ pub struct AuditArgs {
     /// Exit 1 when any object would change, to fail a check.
     #[arg(long)]
     exit_code: bool,
+    /// Repair each object listed, after the scan: read it again, mutate it,
+    /// try the patch with a server-side dry run, then send it with the
+    /// object's resourceVersion as a precondition (another writer in
+    /// between is never overwritten; the repair is retried once from a fresh
+    /// read). A Pod a workload owns is not patched: its owner is named.
+    /// Needs `get` and `patch` on the kinds listed. Exit 1 when an object
+    /// could not be repaired.
+    #[arg(long, conflicts_with_all = ["output", "diff", "explain"])]
+    fix: bool,
 }
 
 /// How `sartor audit` prints.
@@ -114,6 +123,8 @@ async fn audit_cluster(args: &AuditArgs) -> anyhow::Result<Exit> {
     // JSON keeps each object's entry only, never the object: one page of
     // objects is held at a time, whatever the scan's size.
     let (mut changes, mut errors) = (Vec::new(), Vec::new());
+    // With --fix, where each object to repair is: the repair reads it again.
+    let mut to_fix: Vec<Stored> = Vec::new();
     let progress = Progress::on_terminal();
     let excluded = Excluded {
         sartor_namespace: args.sartor_namespace.clone(),
@@ -129,6 +140,9 @@ async fn audit_cluster(args: &AuditArgs) -> anyhow::Result<Exit> {
             if args.output == AuditFormat::Text {
                 progress.clear();
                 print_line(&audited, args.diff, args.explain);
+                if args.fix && matches!(audited.outcome, Outcome::Changes { .. }) {
+                    to_fix.push(audited.object);
+                }
             } else {
                 match entry(&audited) {
                     Ok(change) => changes.push(change),
@@ -140,6 +154,9 @@ async fn audit_cluster(args: &AuditArgs) -> anyhow::Result<Exit> {
     )
     .await?;
     progress.clear();
+    if args.fix {
+        return fix(&client, &system, args.operation, &to_fix, &summary).await;
+    }
     match args.output {
         AuditFormat::Text => eprintln!("{}", summary_line(&summary)),
         AuditFormat::Json => println!(
@@ -152,6 +169,36 @@ async fn audit_cluster(args: &AuditArgs) -> anyhow::Result<Exit> {
         Exit::MutationFailed
     } else if args.exit_code && summary.changed > 0 {
         Exit::Changed
+    } else {
+        Exit::Ok
+    })
+}
+
+/// Repairs each of `objects` (`--fix`), a line each: `repaired`, or why
+/// not; then the summary with what was repaired.
+async fn fix(
+    client: &Client,
+    system: &System,
+    operation: Operation,
+    objects: &[Stored],
+    summary: &Summary,
+) -> anyhow::Result<Exit> {
+    let repairer = Repairer::new(client, system, operation).await?;
+    let mut repaired = 0;
+    for object in objects {
+        let outcome = repairer.repair(object).await;
+        println!("{}: {outcome}", stored_name(object));
+        if outcome.is_done() {
+            repaired += 1;
+        }
+    }
+    eprintln!(
+        "{}; {repaired} of {} repaired",
+        summary_line(summary),
+        objects.len()
+    );
+    Ok(if summary.failed > 0 || repaired < objects.len() {
+        Exit::MutationFailed
     } else {
         Exit::Ok
     })
@@ -236,7 +283,8 @@ impl Progress {
 /// as a changed key.
 fn redacted(audited: &Audited, object: &Value) -> Value {
     let mut object = object.clone();
-    if audited.api_version == "v1" && audited.kind == "Secret" {
+    let resource = &audited.object.resource;
+    if resource.api_version == "v1" && resource.kind == "Secret" {
         for field in ["data", "stringData"] {
             if let Some(values) = object.get_mut(field).and_then(Value::as_object_mut) {
                 for value in values.values_mut() {
@@ -249,11 +297,17 @@ fn redacted(audited: &Audited, object: &Value) -> Value {
 }
 
 /// `Kind namespace/name` (`Kind name` when cluster-scoped).
-fn object_name(audited: &Audited) -> String {
-    match &audited.namespace {
-        Some(namespace) => format!("{} {namespace}/{}", audited.kind, audited.name),
-        None => format!("{} {}", audited.kind, audited.name),
+fn stored_name(object: &Stored) -> String {
+    let kind = &object.resource.kind;
+    match &object.namespace {
+        Some(namespace) => format!("{kind} {namespace}/{}", object.name),
+        None => format!("{kind} {}", object.name),
     }
+}
+
+/// [`stored_name`] of the object audited.
+fn object_name(audited: &Audited) -> String {
+    stored_name(&audited.object)
 }
 
 /// One object's line (and diff or explanation) on stdout, or its error on
@@ -327,11 +381,12 @@ fn summary_line(summary: &Summary) -> String {
 /// One object's entry of `-o json`: `Ok` when it would change (its
 /// mutators and paths), `Err` when it cannot be mutated (why).
 fn entry(audited: &Audited) -> Result<Value, Value> {
+    let object = &audited.object;
     let mut entry = json!({
-        "apiVersion": audited.api_version,
-        "kind": audited.kind,
-        "namespace": audited.namespace,
-        "name": audited.name,
+        "apiVersion": object.resource.api_version,
+        "kind": object.resource.kind,
+        "namespace": object.namespace,
+        "name": object.name,
     });
     let fields = entry.as_object_mut();
     match (&audited.outcome, fields) {
@@ -404,11 +459,19 @@ mod tests {
 
     #[test]
     fn a_secrets_values_never_reach_a_diff() {
-        let audited = Audited {
+        let resource = |kind: &str| kube::api::ApiResource {
+            group: String::new(),
+            version: "v1".to_string(),
             api_version: "v1".to_string(),
-            kind: "Secret".to_string(),
-            namespace: Some("shop".to_string()),
-            name: "db".to_string(),
+            kind: kind.to_string(),
+            plural: format!("{}s", kind.to_lowercase()),
+        };
+        let audited = Audited {
+            object: Stored {
+                resource: resource("Secret"),
+                namespace: Some("shop".to_string()),
+                name: "db".to_string(),
+            },
             outcome: Outcome::Failed(String::new()),
         };
         let secret = json!({"apiVersion": "v1", "kind": "Secret",
@@ -421,7 +484,10 @@ mod tests {
                    "metadata": {"name": "db"}})
         );
         let config = Audited {
-            kind: "ConfigMap".to_string(),
+            object: Stored {
+                resource: resource("ConfigMap"),
+                ..audited.object.clone()
+            },
             ..audited
         };
         assert_eq!(redacted(&config, &secret), secret);

@@ -13,6 +13,12 @@
 //!
 //! Only one page of objects is held at a time; what comes back is what
 //! would change, not the objects that would not.
+//!
+//! A [`Repairer`] puts into stored objects what the webhook would: each is
+//! read again and mutated, the patch tried with a server-side dry run, then
+//! sent with the object's `resourceVersion` as a precondition, so a
+//! concurrent writer is never overwritten (a conflict is retried once from a
+//! fresh read). A Pod a workload owns is not patched: its owner is named.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -27,22 +33,32 @@ use serde_json::Value;
 use crate::mutators::{Group, MutatorSet};
 use crate::watch::{is_404, to_value, watched};
 
+mod repair;
+
+pub use repair::{Plan, Planned, Repaired, Repairer};
+
 /// Objects asked for per list call.
 pub const PAGE: u32 = 250;
 
 /// One object the mutators would change, or could not mutate.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Audited {
-    /// `apiVersion` as listed.
-    pub api_version: String,
-    /// Its kind.
-    pub kind: String,
+    /// Which object.
+    pub object: Stored,
+    /// What the mutators would do to it.
+    pub outcome: Outcome,
+}
+
+/// Where a stored object is: its resource (group, version, kind, plural),
+/// namespace and name.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stored {
+    /// The resource it was listed as.
+    pub resource: ApiResource,
     /// Its namespace; `None` for a cluster-scoped object.
     pub namespace: Option<String>,
     /// Its name.
     pub name: String,
-    /// What the mutators would do to it.
-    pub outcome: Outcome,
 }
 
 /// What the mutators would do to one object.
@@ -141,7 +157,7 @@ pub enum AuditError {
     )]
     NoMutatorCrds,
     /// Listing a kind failed; a 403 says RBAC does not let this user list it.
-    #[error("listing {resource}: {}", api_message(error))]
+    #[error("listing {resource}: {}", api_message(error, "list"))]
     List {
         /// `plural.group/version`, and the namespace when one was asked for.
         resource: String,
@@ -151,15 +167,21 @@ pub enum AuditError {
 }
 
 /// The API server's message (`configmaps is forbidden: User ... cannot list
-/// ...`), its reason, and for a 403 what the user needs; other errors as
-/// kube words them.
-fn api_message(error: &kube::Error) -> String {
+/// ...`), its reason, and for a 403 that the user needs `verb` on it; other
+/// errors as kube words them. One line: a message that goes on (a Pod's
+/// refused update adds a diff of its spec) keeps its first line.
+pub(crate) fn api_message(error: &kube::Error, verb: &str) -> String {
     match error {
-        kube::Error::Api(status) if status.code == 403 => format!(
-            "{} ({}): the user needs the `list` verb on it (RBAC)",
-            status.message, status.reason
-        ),
-        kube::Error::Api(status) => format!("{} ({})", status.message, status.reason),
+        kube::Error::Api(status) => {
+            let message = status.message.lines().next().unwrap_or_default();
+            let reason = &status.reason;
+            match status.code {
+                403 => {
+                    format!("{message} ({reason}): the user needs the `{verb}` verb on it (RBAC)")
+                }
+                _ => format!("{message} ({reason})"),
+            }
+        }
         other => other.to_string(),
     }
 }
@@ -348,7 +370,9 @@ fn listed_name(resource: &ApiResource, namespace: Option<&str>) -> String {
 }
 
 /// Every Namespace object, by name.
-async fn namespace_objects(client: &Client) -> Result<HashMap<String, Value>, AuditError> {
+pub(crate) async fn namespace_objects(
+    client: &Client,
+) -> Result<HashMap<String, Value>, AuditError> {
     let resource = ApiResource {
         group: String::new(),
         version: "v1".to_string(),
@@ -418,7 +442,7 @@ async fn list_page(
 }
 
 /// One object through `system`: `None` when it would not change.
-fn audit(
+pub(crate) fn audit(
     system: &System,
     namespaces: &HashMap<String, Value>,
     operation: Operation,
@@ -435,10 +459,12 @@ fn audit(
     let name = metadata("name").unwrap_or_default();
     let namespace = metadata("namespace");
     let before = without_managed_fields(object);
+    // With the patch: a repair sends it.
     let admission = Admission::new(&before)
         .operation(operation)
         .namespace(namespace.as_deref())
-        .namespaces(namespaces);
+        .namespaces(namespaces)
+        .with_patch();
     let mut after = before.clone();
     let outcome = match system.mutate(&admission, &mut after) {
         Err(error) => Outcome::Failed(error.reason.to_string()),
@@ -465,16 +491,17 @@ fn audit(
         }
     };
     Some(Audited {
-        api_version: resource.api_version.clone(),
-        kind: resource.kind.clone(),
-        namespace,
-        name,
+        object: Stored {
+            resource: resource.clone(),
+            namespace,
+            name,
+        },
         outcome,
     })
 }
 
 /// `object` without `metadata.managedFields` (as `kubectl get` shows it).
-fn without_managed_fields(mut object: Value) -> Value {
+pub(crate) fn without_managed_fields(mut object: Value) -> Value {
     if let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) {
         metadata.remove("managedFields");
     }

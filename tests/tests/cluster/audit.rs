@@ -220,3 +220,222 @@ fn forbidden_audit(suite: &Suite, mutators: &str) -> Result<(Option<i32>, String
         String::from_utf8_lossy(&output.stderr).into_owned(),
     ))
 }
+
+/// Two Assigns of the namespace `repair`: Deployments' Pod template and
+/// Pods run as non-root.
+const NON_ROOT: &str = "apiVersion: mutations.sartor.dev/v1\nkind: Assign\nmetadata:\n  name: non-root-deployments\nspec:\n  applyTo:\n  - {groups: [apps], versions: [v1], kinds: [Deployment]}\n  match:\n    namespaces: [repair]\n  location: spec.template.spec.securityContext.runAsNonRoot\n  parameters:\n    assign:\n      value: true\n---\napiVersion: mutations.sartor.dev/v1\nkind: Assign\nmetadata:\n  name: non-root-pods\nspec:\n  applyTo:\n  - {groups: [''], versions: [v1], kinds: [Pod]}\n  match:\n    namespaces: [repair]\n  location: spec.securityContext.runAsNonRoot\n  parameters:\n    assign:\n      value: true\n";
+
+/// A Deployment `name` of the namespace `repair`.
+fn deployment(name: &str) -> String {
+    format!(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {name}\n  namespace: repair\nspec:\n  selector:\n    matchLabels: {{app: {name}}}\n  template:\n    metadata:\n      labels: {{app: {name}}}\n    spec:\n      containers:\n      - {{name: main, image: registry.example/{name}:1}}\n"
+    )
+}
+
+/// Stored before the mutators exist: a Deployment, a Pod nothing owns and
+/// a Pod a ReplicaSet controls (there is no controller manager here: its
+/// owner reference is written by hand).
+fn repair_objects() -> String {
+    let pod = |name: &str, owner: &str| {
+        format!(
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  namespace: repair\n{owner}spec:\n  containers:\n  - {{name: main, image: registry.example/{name}:1}}\n"
+        )
+    };
+    let owner = "  ownerReferences:\n  - {apiVersion: apps/v1, kind: ReplicaSet, name: web-5d8f, uid: 0b7e3f4c-0000-4000-8000-000000000001, controller: true}\n";
+    [
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: repair\n".to_string(),
+        deployment("web"),
+        pod("lone", ""),
+        pod("web-5d8f-x2k9q", owner),
+    ]
+    .join("---\n")
+}
+
+pub fn fix_repairs_stored_objects_as_sartor_mutate_predicts(
+    suite: &mut Suite,
+) -> Result<(), String> {
+    crate::admission::replica(suite)?;
+    let plane = &suite.plane;
+    plane.kubectl_with_input(&["apply", "-f", "-"], Some(&repair_objects()))?;
+    let mutators = plane.dir().join("non-root.yaml");
+    std::fs::write(&mutators, NON_ROOT).map_err(|e| e.to_string())?;
+    let mutators = mutators.display().to_string();
+    // What `sartor mutate` predicts for the Deployment as stored.
+    let stored = plane.kubectl(&["get", "deployment", "web", "-n", "repair", "-o", "json"])?;
+    let stored_path = plane.dir().join("web.json");
+    std::fs::write(&stored_path, &stored).map_err(|e| e.to_string())?;
+    let predicted = crate::json(&crate::sartor(&[
+        "mutate",
+        "-m",
+        &mutators,
+        "-o",
+        "json",
+        &stored_path.display().to_string(),
+    ])?)?;
+
+    let fixed = audit(suite, &["--mutators", &mutators, "-n", "repair", "--fix"])?;
+    let after = crate::json(&plane.kubectl(&[
+        "get",
+        "deployment",
+        "web",
+        "-n",
+        "repair",
+        "-o",
+        "json",
+    ])?)?;
+    let again = audit(suite, &["--mutators", &mutators, "-n", "repair"]);
+    let (code, out) = fixed;
+    let lines: Vec<&str> = out.lines().collect();
+    let listed = [
+        "Pod repair/lone: Assign non-root-pods (spec.securityContext.runAsNonRoot)",
+        "Pod repair/web-5d8f-x2k9q: Assign non-root-pods (spec.securityContext.runAsNonRoot)",
+        "Deployment repair/web: Assign non-root-deployments (spec.template.spec.securityContext.runAsNonRoot)",
+    ];
+    same(
+        "audit --fix: the objects listed",
+        lines.get(..3),
+        Some(&listed[..]),
+    )?;
+    // A Pod's spec cannot be changed: the API server's own words (the first
+    // line of them: a diff of the spec follows).
+    same(
+        "audit --fix: the bare Pod",
+        lines.get(3).copied(),
+        Some(
+            "Pod repair/lone: refused: Pod \"lone\" is invalid: spec: Forbidden: pod updates may \
+             not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,\
+             `spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing \
+             tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was \
+             previously negative) (Invalid)",
+        ),
+    )?;
+    same(
+        "audit --fix: the owned Pod and the Deployment",
+        (code, lines.get(4..)),
+        (
+            Some(1),
+            Some(
+                &[
+                    "Pod repair/web-5d8f-x2k9q: not patched: owned by ReplicaSet/web-5d8f; repair its owner",
+                    "Deployment repair/web: repaired (spec.template.spec.securityContext.runAsNonRoot)",
+                ][..],
+            ),
+        ),
+    )?;
+    same(
+        "the repaired Deployment's spec, as sartor mutate predicted",
+        after.get("spec"),
+        predicted.get("spec"),
+    )?;
+    same(
+        "audit after --fix: only the Pods are left",
+        again?,
+        (Some(0), format!("{}\n{}\n", listed[0], listed[1])),
+    )?;
+    concurrent_writers_are_never_overwritten(suite, &mutators)?;
+    suite
+        .plane
+        .kubectl(&["delete", "namespace", "repair", "--wait=false"])?;
+    Ok(())
+}
+
+/// A repair planned from one read, with a write by someone else before its
+/// patch: the patch (which names the version read) is refused, and the
+/// repair starts again from a fresh read. Through the library, to put the
+/// write between read and patch.
+fn concurrent_writers_are_never_overwritten(suite: &Suite, mutators: &str) -> Result<(), String> {
+    use sartor_controller::audit::{Planned, Repaired, Repairer, Stored};
+    use sartor_engine::Operation;
+
+    let plane = &suite.plane;
+    plane.kubectl_with_input(&["apply", "-f", "-"], Some(&deployment("api")))?;
+    plane.kubectl_with_input(&["apply", "-f", "-"], Some(&deployment("shop")))?;
+    let loaded = sartor_api::load_mutators(&[sartor_api::Input::from_arg(mutators)]);
+    let system = sartor_engine::compile(loaded).system;
+    let object = |name: &str| Stored {
+        resource: kube::api::ApiResource {
+            group: "apps".into(),
+            version: "v1".into(),
+            api_version: "apps/v1".into(),
+            kind: "Deployment".into(),
+            plural: "deployments".into(),
+        },
+        namespace: Some("repair".into()),
+        name: name.into(),
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let (unrelated, same_field) = runtime.block_on(async {
+        let kubeconfig =
+            kube::config::Kubeconfig::read_from(&plane.kubeconfig).map_err(|e| e.to_string())?;
+        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+            .await
+            .map_err(|e| e.to_string())?;
+        let client = kube::Client::try_from(config).map_err(|e| e.to_string())?;
+        let repairer = Repairer::new(&client, &system, Operation::Update)
+            .await
+            .map_err(|e| e.to_string())?;
+        let plan = |planned: Planned| match planned {
+            Planned::Patch(plan) => Ok(plan),
+            Planned::Done(done) => Err(format!("nothing to patch: {done}")),
+        };
+        // Another writer annotates `api` after the read: the repair
+        // happens on top of it.
+        let api = plan(repairer.plan(&object("api")).await)?;
+        plane.kubectl(&[
+            "annotate",
+            "deployment",
+            "api",
+            "-n",
+            "repair",
+            "touched=yes",
+        ])?;
+        let unrelated = repairer.apply(api).await;
+        // Another writer sets the very field after the read: the fresh read
+        // finds nothing left to do (a patch sent anyway would say Patched).
+        let shop = plan(repairer.plan(&object("shop")).await)?;
+        plane.kubectl(&[
+            "patch",
+            "deployment",
+            "shop",
+            "-n",
+            "repair",
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"template":{"spec":{"securityContext":{"runAsNonRoot":true}}}}}"#,
+        ])?;
+        let same_field = repairer.apply(shop).await;
+        Ok::<_, String>((unrelated, same_field))
+    })?;
+    same(
+        "a repair after an unrelated write",
+        unrelated,
+        Repaired::Patched {
+            paths: vec!["spec.template.spec.securityContext.runAsNonRoot".into()],
+        },
+    )?;
+    same(
+        "a repair after a write of its field",
+        same_field,
+        Repaired::Unchanged,
+    )?;
+    let api = crate::json(&plane.kubectl(&[
+        "get",
+        "deployment",
+        "api",
+        "-n",
+        "repair",
+        "-o",
+        "json",
+    ])?)?;
+    same(
+        "api: the other writer's annotation and the repair",
+        (
+            api.pointer("/metadata/annotations/touched"),
+            api.pointer("/spec/template/spec/securityContext/runAsNonRoot"),
+        ),
+        (Some(&json!("yes")), Some(&json!(true))),
+    )
+}
