@@ -12,7 +12,9 @@ use kube::{Client, Config};
 use sartor_api::{Input, Wildcard, load_mutators};
 use sartor_controller::audit::{self, Audited, Excluded, Outcome, Repairer, Stored, Summary};
 use sartor_engine::{Operation, System, compile};
-use sartor_offline::{Exit, colour, explain_as, to_yaml, yaml_diff};
+use sartor_offline::{
+    CaseResult, Exit, SuiteResult, colour, explain_as, junit, to_yaml, yaml_diff,
+};
 use serde_json::{Value, json};
 
 /// List the objects in a cluster that the mutators would change on their
@@ -50,7 +52,9 @@ pub struct AuditArgs {
     #[arg(long, value_enum, default_value_t = Operation::Update)]
     operation: Operation,
     /// `text`: one line per object on stdout, the summary on stderr; `json`
-    /// or `yaml`: one document with every object and the summary.
+    /// or `yaml`: one document with every object and the summary; `junit`:
+    /// JUnit XML for CI test reporters, a test suite per kind listed and a
+    /// failing test case per object that would change or cannot be mutated.
     #[arg(long, short = 'o', value_enum, default_value_t = AuditFormat::Text)]
     output: AuditFormat,
     /// After each object's line, a unified diff of it as stored and as the
@@ -84,6 +88,8 @@ pub enum AuditFormat {
     Json,
     /// The same document as YAML.
     Yaml,
+    /// JUnit XML.
+    Junit,
 }
 
 /// Runs `sartor audit`.
@@ -123,6 +129,8 @@ async fn audit_cluster(args: &AuditArgs) -> anyhow::Result<Exit> {
     // JSON keeps each object's entry only, never the object: one page of
     // objects is held at a time, whatever the scan's size.
     let (mut changes, mut errors) = (Vec::new(), Vec::new());
+    // -o junit: each kind's failing cases (the object's line, no object).
+    let mut cases: BTreeMap<String, Vec<CaseResult>> = BTreeMap::new();
     // With --fix, where each object to repair is: the repair reads it again.
     let mut to_fix: Vec<Stored> = Vec::new();
     let progress = Progress::on_terminal();
@@ -143,6 +151,11 @@ async fn audit_cluster(args: &AuditArgs) -> anyhow::Result<Exit> {
                 if args.fix && matches!(audited.outcome, Outcome::Changes { .. }) {
                     to_fix.push(audited.object);
                 }
+            } else if args.output == AuditFormat::Junit {
+                cases
+                    .entry(audit::kind_label(&audited.object.resource))
+                    .or_default()
+                    .push(case(&audited));
             } else {
                 match entry(&audited) {
                     Ok(change) => changes.push(change),
@@ -164,6 +177,7 @@ async fn audit_cluster(args: &AuditArgs) -> anyhow::Result<Exit> {
             serde_json::to_string_pretty(&report(changes, errors, &summary))?
         ),
         AuditFormat::Yaml => print!("{}", to_yaml(&report(changes, errors, &summary))?),
+        AuditFormat::Junit => print!("{}", junit("sartor audit", &suites(cases, &summary))),
     }
     Ok(if summary.failed > 0 {
         Exit::MutationFailed
@@ -408,6 +422,48 @@ fn entry(audited: &Audited) -> Result<Value, Value> {
         (Outcome::Changes { .. }, None) => Ok(entry),
         (Outcome::Failed(_), None) => Err(entry),
     }
+}
+
+/// One object's failing case of `-o junit`: named `namespace/name`, its
+/// failure the object's text line (without the kind, its suite's name).
+fn case(audited: &Audited) -> CaseResult {
+    let object = &audited.object;
+    let name = match &object.namespace {
+        Some(namespace) => format!("{namespace}/{}", object.name),
+        None => object.name.clone(),
+    };
+    let failure = match &audited.outcome {
+        Outcome::Changes {
+            mutators, paths, ..
+        } => {
+            let mutators: Vec<String> = mutators.iter().map(ToString::to_string).collect();
+            format!(
+                "would change: {} ({})",
+                mutators.join(", "),
+                paths.join(", ")
+            )
+        }
+        Outcome::Failed(reason) => format!("cannot be mutated: {reason}"),
+    };
+    CaseResult {
+        name,
+        failure: Some(failure),
+        seconds: 0.0,
+    }
+}
+
+/// `-o junit`'s suites: one per kind listed, in the summary's order, a
+/// kind without a case an empty suite (listed, nothing to change).
+fn suites(mut cases: BTreeMap<String, Vec<CaseResult>>, summary: &Summary) -> Vec<SuiteResult> {
+    summary
+        .kinds
+        .keys()
+        .map(|kind| SuiteResult {
+            file: kind.clone(),
+            problems: Vec::new(),
+            cases: cases.remove(kind).unwrap_or_default(),
+        })
+        .collect()
 }
 
 /// The JSON document of `-o json`.

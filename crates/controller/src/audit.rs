@@ -273,16 +273,7 @@ pub async fn scan(
             (Scope::Namespaced, Some(namespace)) => Some(namespace),
             _ => None,
         };
-        let label = format!(
-            "{}.{}/{}",
-            resource.kind,
-            if resource.group.is_empty() {
-                "core"
-            } else {
-                &resource.group
-            },
-            resource.version
-        );
+        let label = kind_label(&resource);
         let mut listed = 0;
         let mut params = ListParams::default().limit(PAGE);
         loop {
@@ -349,6 +340,16 @@ fn listed_resources(discovery: &Discovery, targets: &[KindPattern]) -> Vec<(ApiR
         (&a.group, &a.kind, &a.version).cmp(&(&b.group, &b.kind, &b.version))
     });
     resources
+}
+
+/// `Kind.group/version` (`Kind.core/version` for the core group): how the
+/// summary names a kind listed.
+pub fn kind_label(resource: &ApiResource) -> String {
+    let group = match resource.group.as_str() {
+        "" => "core",
+        group => group,
+    };
+    format!("{}.{group}/{}", resource.kind, resource.version)
 }
 
 /// `plural.group/version` (`plural/version` for the core group), `in NS`

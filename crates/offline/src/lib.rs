@@ -41,6 +41,8 @@ pub mod test;
 
 pub use load::namespaces;
 pub use mutate::{colour, explain_as, to_yaml, yaml_diff};
+/// The JUnit XML writer of `sartor test`, which `sartor audit -o junit` shares.
+pub use report::{CaseResult, SuiteResult, junit};
 
 /// How a command ended, mapped to the exit code other tools rely on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -30,10 +30,11 @@ pub struct CaseResult {
     pub seconds: f64,
 }
 
-/// The results as one JUnit XML document. A suite that could not run is a
-/// `testsuite` with one `testcase` named `(suite)` holding an `error`, since
-/// the schema has no error element on the suite itself.
-pub fn junit(results: &[SuiteResult]) -> String {
+/// The results as one JUnit XML document, its `testsuites` named `name`
+/// (the command: `sartor test`, `sartor audit`). A suite that could not run
+/// is a `testsuite` with one `testcase` named `(suite)` holding an `error`,
+/// since the schema has no error element on the suite itself.
+pub fn junit(name: &str, results: &[SuiteResult]) -> String {
     let count = |f: &dyn Fn(&SuiteResult) -> usize| results.iter().map(f).sum::<usize>();
     let tests = count(&|r| r.cases.len().max(usize::from(!r.problems.is_empty())));
     let failed = count(&failures);
@@ -42,7 +43,8 @@ pub fn junit(results: &[SuiteResult]) -> String {
     let mut xml = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     let _ = writeln!(
         xml,
-        "<testsuites name=\"sartor test\" tests=\"{tests}\" failures=\"{failed}\" errors=\"{errors}\" time=\"{time:.6}\">"
+        "<testsuites name=\"{}\" tests=\"{tests}\" failures=\"{failed}\" errors=\"{errors}\" time=\"{time:.6}\">",
+        escape_attribute(name)
     );
     for result in results {
         let file = escape_attribute(&result.file);
@@ -204,7 +206,7 @@ mod tests {
     #[test]
     fn junit_holds_every_case_failure_and_invalid_suite() {
         assert_eq!(
-            junit(&results()),
+            junit("sartor test", &results()),
             r#"<?xml version="1.0" encoding="UTF-8"?>
 <testsuites name="sartor test" tests="3" failures="1" errors="1" time="0.750000">
   <testsuite name="t/a.sartor-test.yaml" tests="2" failures="1" errors="0" skipped="0" time="0.750000">

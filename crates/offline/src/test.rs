@@ -188,7 +188,7 @@ pub fn run(args: &TestArgs) -> anyhow::Result<Exit> {
                 String::new()
             }
         ),
-        Format::Junit => print!("{}", report::junit(&results)),
+        Format::Junit => print!("{}", report::junit("sartor test", &results)),
         Format::Json => println!("{}", serde_json::to_string_pretty(&report::json(&results))?),
     }
     Ok(if tally.invalid > 0 {

@@ -111,6 +111,25 @@ pub fn stored_objects_the_mutators_would_change_are_listed(
         (Some(0), crate::json(&json_out)?),
     )?;
     same(
+        "audit -o junit",
+        audit(
+            suite,
+            &["--mutators", &mutators, "-n", "audit", "-o", "junit"],
+        )?,
+        (
+            Some(0),
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
+             <testsuites name=\"sartor audit\" tests=\"1\" failures=\"1\" errors=\"0\" time=\"0.000000\">\n\
+             \x20 <testsuite name=\"ConfigMap.core/v1\" tests=\"1\" failures=\"1\" errors=\"0\" skipped=\"0\" time=\"0.000000\">\n\
+             \x20   <testcase name=\"audit/old\" classname=\"ConfigMap.core/v1\" time=\"0.000000\">\n\
+             \x20     <failure message=\"would change: Assign audit-me (data.audited)\" type=\"mismatch\">would change: Assign audit-me (data.audited)</failure>\n\
+             \x20   </testcase>\n\
+             \x20 </testsuite>\n\
+             </testsuites>\n"
+                .to_string(),
+        ),
+    )?;
+    same(
         "audit --explain",
         audit(
             suite,
