@@ -445,12 +445,16 @@ fn every_yaml_file_is_listed_by_a_kustomization_and_every_document_has_its_kind(
     let mut present = BTreeSet::new();
     yaml_files(&root().join("manifests"), &mut present);
     yaml_files(&root().join("crds"), &mut present);
-    // crds/optional/ holds what an admin installs by hand when it applies
-    // (Gatekeeper's Provider CRD, where Gatekeeper is not installed).
-    let optional = root().join("crds/optional");
+    // crds/optional/ and manifests/optional/ hold what an admin installs by
+    // hand when it applies (Gatekeeper's Provider CRD, where Gatekeeper is
+    // not installed; the audit's RBAC, when the audit is turned on).
+    let optional = [
+        root().join("crds/optional"),
+        root().join("manifests/optional"),
+    ];
     let orphans: Vec<String> = present
         .difference(&read)
-        .filter(|p| !p.starts_with(&optional))
+        .filter(|p| !optional.iter().any(|dir| p.starts_with(dir)))
         .map(|p| shown(p))
         .collect();
     assert_eq!(

@@ -62,6 +62,7 @@ mod modify_set;
 mod parse;
 mod protection;
 mod provider;
+mod report;
 mod schema;
 mod status;
 pub mod validation;
@@ -103,6 +104,10 @@ pub use provider::{
     EXTERNAL_DATA_GROUP, PROVIDER_REQUEST_API_VERSION, PROVIDER_VERSIONS, Provider, ProviderItem,
     ProviderRequest, ProviderRequestBody, ProviderResponse, ProviderResponseBody, ProviderSpec,
     is_provider_document, parse_provider,
+};
+pub use report::{
+    ObjectReference, REPORT_NAME, REPORT_SOURCE, REPORTS_API_VERSION, Report, ReportMetadata,
+    ReportResult, ReportSummary,
 };
 pub use status::{MutatorError, MutatorPodStatus, MutatorStatus};
 

@@ -527,6 +527,7 @@ mod tests {
                 resource: resource("Secret"),
                 namespace: Some("shop".to_string()),
                 name: "db".to_string(),
+                uid: None,
             },
             outcome: Outcome::Failed(String::new()),
         };

@@ -33,9 +33,13 @@ use serde_json::Value;
 use crate::mutators::{Group, MutatorSet};
 use crate::watch::{is_404, to_value, watched};
 
+mod in_cluster;
 mod repair;
+mod reports;
 
+pub use in_cluster::InClusterAudit;
 pub use repair::{Plan, Planned, Repaired, Repairer};
+pub use reports::{ReportWriter, Reports, ReportsError};
 
 /// Objects asked for per list call.
 pub const PAGE: u32 = 250;
@@ -59,6 +63,8 @@ pub struct Stored {
     pub namespace: Option<String>,
     /// Its name.
     pub name: String,
+    /// Its uid, as listed (for the reports' object references).
+    pub uid: Option<String>,
 }
 
 /// What the mutators would do to one object.
@@ -459,6 +465,7 @@ pub(crate) fn audit(
     };
     let name = metadata("name").unwrap_or_default();
     let namespace = metadata("namespace");
+    let uid = metadata("uid");
     let before = without_managed_fields(object);
     // With the patch: a repair sends it.
     let admission = Admission::new(&before)
@@ -496,6 +503,7 @@ pub(crate) fn audit(
             resource: resource.clone(),
             namespace,
             name,
+            uid,
         },
         outcome,
     })

@@ -51,6 +51,13 @@ impl Feed {
         self.publisher.set_providers(providers)
     }
 
+    /// Records whether the in-cluster audit's reports are written: why not
+    /// in the state (`/readyz` says it), and in the gauge.
+    pub fn set_audit_problem(&self, problem: Option<String>) {
+        self.metrics.set_audit_reports_written(problem.is_none());
+        self.publisher.set_audit_problem(problem);
+    }
+
     /// A reader of what it publishes.
     pub fn state(&self) -> State {
         self.publisher.state()

@@ -8,6 +8,10 @@
 //! | `sartor_mutator_crd_installed` | gauge (1, 0) | `group`, `kind` |
 //! | `sartor_webhook_rule_resources` | gauge (1) | `api_group`, `api_version`, `resource` |
 //! | `sartor_webhook_rules_state` | gauge (1, 0) | `state` (`derived`, `off`, `missing`, `error`) |
+//! | `sartor_audit_objects` | gauge | `result` (`scanned`, `changed`, `failed`): the last in-cluster scan |
+//! | `sartor_audit_scan_seconds` | gauge | the last in-cluster scan's duration |
+//! | `sartor_audit_reports_written` | gauge (1, 0) | whether the last scan's reports were written (0: no OpenReports CRDs, or a write failed) |
+//! | `sartor_audit_leader` | gauge (1, 0) | whether this replica holds the audit's Lease (writes the reports) |
 //!
 //! A gauge family is replaced series by series (new values set, then
 //! vanished series removed), never cleared and refilled: a scrape in between
@@ -25,6 +29,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use sartor_engine::System;
 use sartor_state::{MutatorCrd, Snapshot};
+use std::sync::atomic::AtomicU64;
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct StateLabels {
@@ -130,6 +135,10 @@ pub struct Metrics {
     crds: Gauges<CrdLabels>,
     rules: Gauges<RuleLabels>,
     rules_state: Gauges<RulesStateLabels>,
+    audit_objects: Family<ResultLabels, Gauge>,
+    audit_seconds: Gauge<f64, AtomicU64>,
+    audit_written: Gauge,
+    audit_leader: Gauge,
 }
 
 impl Metrics {
@@ -161,12 +170,40 @@ impl Metrics {
             "webhook_rules_state",
             "Cluster mode, derived rules: 1 for the state the mutating webhook's rules are in (derived, off, missing, error), 0 for the others",
         );
+        let audit_objects = Family::<ResultLabels, Gauge>::default();
+        registry.register(
+            "audit_objects",
+            "The last in-cluster audit scan: objects scanned, those the mutators would change, those they cannot mutate",
+            audit_objects.clone(),
+        );
+        let audit_seconds = Gauge::<f64, AtomicU64>::default();
+        registry.register(
+            "audit_scan_seconds",
+            "How long the last in-cluster audit scan took, listing and mutating",
+            audit_seconds.clone(),
+        );
+        let audit_written = Gauge::default();
+        registry.register(
+            "audit_reports_written",
+            "Whether the last in-cluster audit's OpenReports reports were written (0: the CRDs are not installed, or a write failed)",
+            audit_written.clone(),
+        );
+        let audit_leader = Gauge::default();
+        registry.register(
+            "audit_leader",
+            "Whether this replica holds the audit's Lease and so writes the reports",
+            audit_leader.clone(),
+        );
         Metrics {
             mutators,
             mutator_reloads,
             crds,
             rules,
             rules_state,
+            audit_objects,
+            audit_seconds,
+            audit_written,
+            audit_leader,
         }
     }
 
@@ -195,6 +232,30 @@ impl Metrics {
                 .or_default() += 1;
         }
         self.mutators.replace(counts);
+    }
+
+    /// Sets the audit gauges from a finished scan.
+    pub fn set_audit_scan(&self, scanned: usize, changed: usize, failed: usize, seconds: f64) {
+        for (result, count) in [
+            ("scanned", scanned),
+            ("changed", changed),
+            ("failed", failed),
+        ] {
+            self.audit_objects
+                .get_or_create(&ResultLabels { result })
+                .set(i64::try_from(count).unwrap_or(i64::MAX));
+        }
+        self.audit_seconds.set(seconds);
+    }
+
+    /// Sets whether the audit's reports were written.
+    pub fn set_audit_reports_written(&self, written: bool) {
+        self.audit_written.set(i64::from(written));
+    }
+
+    /// Sets whether this replica leads the audit.
+    pub fn set_audit_leader(&self, leader: bool) {
+        self.audit_leader.set(i64::from(leader));
     }
 
     /// Counts an attempt to load a new mutator snapshot.

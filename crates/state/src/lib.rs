@@ -126,6 +126,9 @@ struct Shared {
     /// The current snapshot; subscribers hear of every publish.
     snapshot: watch::Sender<Option<Arc<Snapshot>>>,
     crds: RwLock<Vec<MutatorCrd>>,
+    /// Why the in-cluster audit's findings are not written, when they are
+    /// not (`/readyz` says it; admission goes on).
+    audit_problem: RwLock<Option<String>>,
 }
 
 /// A new, empty state (nothing published: not ready), with its two halves;
@@ -134,6 +137,7 @@ pub fn channel(providers: Arc<dyn ProviderSet>) -> (Publisher, State) {
     let shared = Arc::new(Shared {
         snapshot: watch::Sender::new(None),
         crds: RwLock::new(Vec::new()),
+        audit_problem: RwLock::new(None),
     });
     (
         Publisher {
@@ -164,6 +168,15 @@ impl Publisher {
         match self.shared.crds.write() {
             Ok(mut current) => *current = crds,
             Err(poisoned) => *poisoned.into_inner() = crds,
+        }
+    }
+
+    /// Records why the in-cluster audit's findings are not written (`None`:
+    /// they are, or there is no audit).
+    pub fn set_audit_problem(&self, problem: Option<String>) {
+        match self.shared.audit_problem.write() {
+            Ok(mut current) => *current = problem,
+            Err(poisoned) => *poisoned.into_inner() = problem,
         }
     }
 
@@ -204,6 +217,14 @@ impl State {
     pub fn crds(&self) -> Vec<MutatorCrd> {
         match self.shared.crds.read() {
             Ok(crds) => crds.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// What [`Publisher::set_audit_problem`] last set.
+    pub fn audit_problem(&self) -> Option<String> {
+        match self.shared.audit_problem.read() {
+            Ok(problem) => problem.clone(),
             Err(poisoned) => poisoned.into_inner().clone(),
         }
     }

@@ -307,6 +307,11 @@ impl Webhook {
         self.state.is_ready()
     }
 
+    /// Why the in-cluster audit's findings are not written (`/readyz`).
+    pub fn audit_problem(&self) -> Option<String> {
+        self.state.audit_problem()
+    }
+
     /// The watched mutator kinds whose CRDs are not installed (`/readyz`).
     pub fn missing_crds(&self) -> Vec<MutatorCrd> {
         self.state.missing_crds()

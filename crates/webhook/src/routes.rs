@@ -117,9 +117,11 @@ fn probes(request: &Request<Incoming>, webhook: &Webhook) -> Response<Body> {
             return method_not_allowed("GET");
         }
         "/healthz" => text_reply(200, "ok".to_string(), Outcome::Ok),
-        "/readyz" if webhook.is_ready() => {
-            text_reply(200, ready_message(&webhook.missing_crds()), Outcome::Ok)
-        }
+        "/readyz" if webhook.is_ready() => text_reply(
+            200,
+            ready_message(&webhook.missing_crds(), webhook.audit_problem()),
+            Outcome::Ok,
+        ),
         "/readyz" => text_reply(
             503,
             not_ready_message(&webhook.missing_crds()),
@@ -143,17 +145,24 @@ fn not_ready_message(missing: &[MutatorCrd]) -> String {
     }
 }
 
-/// `ok`, naming the CRDs not installed: still ready, since the replica
-/// enforces the kinds that are served exactly as they are.
-fn ready_message(missing: &[MutatorCrd]) -> String {
-    if missing.is_empty() {
-        return "ok".to_string();
+/// `ok`, naming the CRDs not installed and why the audit's findings are not
+/// written: still ready, since the replica enforces the kinds that are
+/// served exactly as they are.
+fn ready_message(missing: &[MutatorCrd], audit_problem: Option<String>) -> String {
+    let mut message = "ok".to_string();
+    if !missing.is_empty() {
+        let missing: Vec<String> = missing
+            .iter()
+            .map(|crd| format!("{} ({} mutators are not enforced)", crd.name, crd.kind))
+            .collect();
+        message.push_str("; not installed: ");
+        message.push_str(&missing.join(", "));
     }
-    let missing: Vec<String> = missing
-        .iter()
-        .map(|crd| format!("{} ({} mutators are not enforced)", crd.name, crd.kind))
-        .collect();
-    format!("ok; not installed: {}", missing.join(", "))
+    if let Some(problem) = audit_problem {
+        message.push_str("; audit: ");
+        message.push_str(&problem);
+    }
+    message
 }
 
 fn method_not_allowed(allow: &'static str) -> Response<Body> {

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::{Suite, eventually, same};
+use crate::{Sartor, Suite, eventually, same};
 
 /// An Assign that sets `data.audited` on the ConfigMaps of `audit`.
 const AUDIT_ME: &str = "apiVersion: mutations.sartor.dev/v1\nkind: Assign\nmetadata:\n  name: audit-me\nspec:\n  applyTo:\n  - {groups: [''], versions: [v1], kinds: [ConfigMap]}\n  match:\n    namespaces: [audit]\n  location: data.audited\n  parameters:\n    assign:\n      value: 'yes'\n";
@@ -381,6 +381,7 @@ fn concurrent_writers_are_never_overwritten(suite: &Suite, mutators: &str) -> Re
         },
         namespace: Some("repair".into()),
         name: name.into(),
+        uid: None,
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -397,7 +398,7 @@ fn concurrent_writers_are_never_overwritten(suite: &Suite, mutators: &str) -> Re
             .await
             .map_err(|e| e.to_string())?;
         let plan = |planned: Planned| match planned {
-            Planned::Patch(plan) => Ok(plan),
+            Planned::Patch(plan) => Ok(*plan),
             Planned::Done(done) => Err(format!("nothing to patch: {done}")),
         };
         // Another writer annotates `api` after the read: the repair
@@ -457,4 +458,225 @@ fn concurrent_writers_are_never_overwritten(suite: &Suite, mutators: &str) -> Re
         ),
         (Some(&json!("yes")), Some(&json!(true))),
     )
+}
+
+/// An Assign that sets `data.reported` on the ConfigMaps of `reported`.
+const REPORT_ME: &str = "apiVersion: mutations.sartor.dev/v1\nkind: Assign\nmetadata:\n  name: report-me\nspec:\n  applyTo:\n  - {groups: [''], versions: [v1], kinds: [ConfigMap]}\n  match:\n    namespaces: [reported]\n  location: data.reported\n  parameters:\n    assign:\n      value: 'yes'\n";
+
+/// The OpenReports CRDs' files, from the `github.com/openreports/reports-api`
+/// module at v0.2.1 (through the Go module proxy, into the module cache).
+fn openreports_crds(suite: &Suite) -> Result<Vec<String>, String> {
+    let output = Command::new("go")
+        .args([
+            "mod",
+            "download",
+            "-json",
+            "github.com/openreports/reports-api@v0.2.1",
+        ])
+        .current_dir(suite.plane.dir())
+        .env("GOFLAGS", "-mod=mod")
+        .output()
+        .map_err(|e| format!("go mod download: {e}"))?;
+    let downloaded = crate::json(&String::from_utf8_lossy(&output.stdout))?;
+    let dir = downloaded["Dir"]
+        .as_str()
+        .ok_or_else(|| format!("go mod download gave no Dir: {downloaded}"))?;
+    Ok(["reports", "clusterreports"]
+        .map(|plural| format!("{dir}/config/crd/openreports.io_{plural}.yaml"))
+        .to_vec())
+}
+
+/// The Report `sartor-audit` of `reported`, as sartor wrote it (the fields
+/// the API server adds left out), or `None` when there is none.
+fn stored_report(suite: &Suite) -> Result<Option<serde_json::Value>, String> {
+    let listed = crate::json(&suite.plane.kubectl(&[
+        "get",
+        "reports.openreports.io",
+        "-n",
+        "reported",
+        "-o",
+        "json",
+    ])?)?;
+    Ok(listed["items"]
+        .as_array()
+        .and_then(|items| items.first())
+        .map(|report| {
+            let mut report = report.clone();
+            let metadata = report["metadata"].clone();
+            report["metadata"] = json!({
+                "name": metadata["name"],
+                "namespace": metadata["namespace"],
+                "labels": metadata["labels"],
+            });
+            report
+        }))
+}
+
+pub fn findings_are_kept_as_openreports_reports_in_the_cluster(
+    suite: &mut Suite,
+) -> Result<(), String> {
+    crate::admission::replica(suite)?;
+    if let Some(old) = suite.replica.take() {
+        let _ = old.stop();
+    }
+    let plane = &suite.plane;
+    plane.kubectl(&[
+        "apply",
+        "-f",
+        &crate::repo_path("manifests/optional/audit-rbac.yaml"),
+    ])?;
+    plane.kubectl_with_input(
+        &["apply", "-f", "-"],
+        Some("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: reported\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: old\n  namespace: reported\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: older\n  namespace: reported\n"),
+    )?;
+    let port = crate::install::ensure(suite)?.webhook_port;
+    let sartor = Sartor::start(suite, "replica-audit", port, &["--audit-interval", "1"])?;
+    let result = reports_follow_the_cluster(suite, &sartor);
+    let (_, log) = sartor.stop();
+    // What the replica said, when the trial failed.
+    let result = result.map_err(|error| {
+        let tail: Vec<&str> = log.lines().rev().take(15).collect();
+        let tail: Vec<&str> = tail.into_iter().rev().collect();
+        format!(
+            "{error}
+replica-audit's log, last lines:
+{}",
+            tail.join("\n")
+        )
+    });
+    let plane = &suite.plane;
+    let _ = plane.kubectl(&[
+        "delete",
+        "assign.mutations.sartor.dev",
+        "report-me",
+        "--ignore-not-found",
+    ]);
+    let _ = plane.kubectl(&["delete", "namespace", "reported", "--wait=false"]);
+    let _ = plane.kubectl(&[
+        "delete",
+        "-f",
+        &crate::repo_path("manifests/optional/audit-rbac.yaml"),
+    ]);
+    result
+}
+
+/// The audit replica's reports, from no CRD to findings and back to none.
+fn reports_follow_the_cluster(suite: &Suite, sartor: &Sartor) -> Result<(), String> {
+    let plane = &suite.plane;
+    let not_installed = "the OpenReports CRDs (reports.openreports.io, clusterreports.openreports.io) are not installed: the audit's findings are not written (install them from github.com/openreports/reports-api)";
+    let written = |sartor: &Sartor| -> Result<Vec<String>, String> {
+        let (_, body) = crate::http_get(sartor.metrics, "/metrics")?;
+        Ok(body
+            .lines()
+            .filter(|l| {
+                l.starts_with("sartor_audit_reports_written ")
+                    || l.starts_with("sartor_audit_leader ")
+            })
+            .map(str::to_string)
+            .collect())
+    };
+    // Without the CRDs: said on /readyz and in the metric; still ready.
+    eventually("the missing CRDs said", Duration::from_secs(20), || {
+        same(
+            "/readyz",
+            crate::http_get(sartor.metrics, "/readyz")?,
+            (200, format!("ok; audit: {not_installed}\n")),
+        )?;
+        same(
+            "the audit's gauges",
+            written(sartor)?,
+            vec![
+                "sartor_audit_reports_written 0".to_string(),
+                "sartor_audit_leader 1".to_string(),
+            ],
+        )
+    })?;
+    // The CRDs installed: the next scan writes, /readyz says ok.
+    let crds = openreports_crds(suite)?;
+    let mut apply = vec!["apply", "--server-side"];
+    for crd in &crds {
+        apply.extend(["-f", crd.as_str()]);
+    }
+    plane.kubectl(&apply)?;
+    plane.kubectl(&[
+        "wait",
+        "--for=condition=established",
+        "crd/reports.openreports.io",
+        "crd/clusterreports.openreports.io",
+    ])?;
+    eventually("reports written", Duration::from_secs(20), || {
+        same(
+            "/readyz",
+            crate::http_get(sartor.metrics, "/readyz")?,
+            (200, "ok\n".to_string()),
+        )
+    })?;
+    // The mutator applied: both ConfigMaps stored before it are reported.
+    plane.kubectl_with_input(&["apply", "-f", "-"], Some(REPORT_ME))?;
+    let uid = |name: &str| {
+        plane.kubectl(&[
+            "get",
+            "configmap",
+            name,
+            "-n",
+            "reported",
+            "-o",
+            "jsonpath={.metadata.uid}",
+        ])
+    };
+    let result = |name: &str, uid: &str| {
+        json!({"policy": "Assign/report-me", "result": "fail",
+               "message": "would set data.reported on the object's next write",
+               "properties": {"paths": "data.reported"},
+               "resources": [{"apiVersion": "v1", "kind": "ConfigMap", "name": name,
+                              "namespace": "reported", "uid": uid}],
+               "source": "sartor"})
+    };
+    let report = |results: Vec<serde_json::Value>| {
+        json!({"apiVersion": "openreports.io/v1alpha1", "kind": "Report",
+               "metadata": {"name": "sartor-audit", "namespace": "reported",
+                            "labels": {"app.kubernetes.io/managed-by": "sartor"}},
+               "source": "sartor",
+               "summary": {"pass": 0, "fail": results.len(), "warn": 0, "error": 0, "skip": 0},
+               "results": results})
+    };
+    let (old, older) = (uid("old")?, uid("older")?);
+    eventually("both reported", Duration::from_secs(20), || {
+        same(
+            "the Report of reported",
+            stored_report(suite)?,
+            Some(report(vec![result("old", &old), result("older", &older)])),
+        )
+    })?;
+    // A ConfigMap created now, once the webhook enforces the mutator, is
+    // mutated by it: never reported.
+    eventually("report-me enforced", Duration::from_secs(20), || {
+        let stored = plane.kubectl_with_input(
+            &["create", "--dry-run=server", "-f", "-", "-o", "jsonpath={.data.reported}"],
+            Some("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: probe\n  namespace: reported\n"),
+        )?;
+        same("a new ConfigMap's data.reported", stored, "yes".to_string())
+    })?;
+    plane.kubectl_with_input(
+        &["create", "-f", "-"],
+        Some("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: new\n  namespace: reported\n"),
+    )?;
+    // A deleted object leaves the report.
+    plane.kubectl(&["delete", "configmap", "older", "-n", "reported"])?;
+    eventually(
+        "older gone from the report",
+        Duration::from_secs(20),
+        || {
+            same(
+                "the Report of reported",
+                stored_report(suite)?,
+                Some(report(vec![result("old", &old)])),
+            )
+        },
+    )?;
+    // The mutator deleted: nothing to report, no report.
+    plane.kubectl(&["delete", "assign.mutations.sartor.dev", "report-me"])?;
+    eventually("the report deleted", Duration::from_secs(20), || {
+        same("the Report of reported", stored_report(suite)?, None)
+    })
 }

@@ -89,6 +89,7 @@ const TRIALS: &[Check<Suite>] = trials![
     external::providers_are_watched_and_images_pinned,
     audit::stored_objects_the_mutators_would_change_are_listed,
     audit::fix_repairs_stored_objects_as_sartor_mutate_predicts,
+    audit::findings_are_kept_as_openreports_reports_in_the_cluster,
     protection::protected_objects_are_stored_unmutated_as_sartor_mutate_predicts,
     resilience::the_webhook_answers_while_the_api_server_is_down_and_catches_up_after,
 ];

@@ -4,9 +4,10 @@
 use std::time::Duration;
 
 use anyhow::Context as _;
+use sartor_controller::audit::{Excluded, InClusterAudit};
 use sartor_controller::{
-    CertManager, CertOptions, MutatorWatch, NamespaceCache, ProviderWatch, RulesWriter,
-    StatusLimits, StatusWriter,
+    CertManager, CertOptions, LeaseHolder, MutatorWatch, NamespaceCache, ProviderWatch,
+    RulesWriter, StatusLimits, StatusWriter,
 };
 use sartor_webhook::TlsFiles;
 
@@ -111,6 +112,34 @@ pub(super) async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
             Duration::from_secs(args.cert_check_interval),
         ));
     }
+    if args.audit_interval > 0 {
+        let leader = LeaseHolder::new(
+            client.clone(),
+            &args.namespace,
+            AUDIT_LEASE,
+            &pod,
+            AUDIT_LEASE_DURATION,
+        )
+        .run();
+        tracing::info!(
+            interval_seconds = args.audit_interval,
+            lease = AUDIT_LEASE,
+            "auditing stored objects into OpenReports reports"
+        );
+        tokio::spawn(
+            InClusterAudit {
+                client: client.clone(),
+                feed: wired.feed.clone(),
+                excluded: Excluded {
+                    sartor_namespace: args.namespace.clone(),
+                    namespaces: args.exclude_namespaces.clone(),
+                },
+                interval: Duration::from_secs(args.audit_interval),
+                leader,
+            }
+            .run(),
+        );
+    }
     tokio::spawn(
         ProviderWatch {
             client: client.clone(),
@@ -158,6 +187,12 @@ fn both_listed(
     });
     listed
 }
+
+/// The Lease the replicas hold to write the audit's reports.
+const AUDIT_LEASE: &str = "sartor-audit";
+
+/// How long the audit's Lease holds from each renewal (renewed every third).
+const AUDIT_LEASE_DURATION: Duration = Duration::from_secs(15);
 
 /// The webhook of the MutatingWebhookConfiguration whose rules are derived,
 /// as the install names it.

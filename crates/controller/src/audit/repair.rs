@@ -51,7 +51,7 @@ pub struct Plan {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Planned {
     /// Send this patch.
-    Patch(Plan),
+    Patch(Box<Plan>),
     /// Nothing to send: the outcome already.
     Done(Repaired),
 }
@@ -134,7 +134,7 @@ impl<'a> Repairer<'a> {
     /// Repairs `object`: [`Repairer::plan`], then [`Repairer::apply`].
     pub async fn repair(&self, object: &Stored) -> Repaired {
         match self.plan(object).await {
-            Planned::Patch(plan) => self.apply(plan).await,
+            Planned::Patch(plan) => self.apply(*plan).await,
             Planned::Done(repaired) => repaired,
         }
     }
@@ -202,11 +202,11 @@ impl<'a> Repairer<'a> {
                     "value": version,
                 })];
                 patch.extend(operations);
-                Planned::Patch(Plan {
+                Planned::Patch(Box::new(Plan {
                     object: audited.object,
                     patch: Value::Array(patch),
                     paths,
-                })
+                }))
             }
         }
     }
@@ -221,7 +221,7 @@ impl<'a> Repairer<'a> {
                 Ok(()) => return Repaired::Patched { paths: plan.paths },
                 Err(Sent::Refused(message)) => return Repaired::Refused(message),
                 Err(Sent::Conflict) if attempt == 0 => match self.plan(&plan.object).await {
-                    Planned::Patch(again) => plan = again,
+                    Planned::Patch(again) => plan = *again,
                     Planned::Done(repaired) => return repaired,
                 },
                 Err(Sent::Conflict) => {}

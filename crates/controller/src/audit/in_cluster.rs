@@ -1,0 +1,107 @@
+//! The audit kept in the cluster: the replica holding the audit's Lease
+//! scans every interval, and at once when the mutators change or it takes
+//! the Lease, and writes the findings as OpenReports reports in place of the
+//! last scan's.
+//!
+//! ```text
+//!  mutators published | interval | Lease taken ──▶ (leader only) scan(System, UPDATE)
+//!    ──▶ Reports (a result per object and mutator) ──▶ ReportWriter: apply, delete the stale
+//!    ──▶ sartor_audit_* gauges; no CRDs: logged once, /readyz says so, admission goes on
+//! ```
+
+use std::time::{Duration, Instant};
+
+use kube::Client;
+use sartor_engine::Operation;
+use tokio::sync::watch;
+
+use super::{Excluded, ReportWriter, Reports, scan};
+use crate::feed::Feed;
+
+/// The in-cluster audit of one replica.
+pub struct InClusterAudit {
+    /// The API server's client (its identity needs `list` on every kind the
+    /// mutators can change, and the reports' and the Lease's writes).
+    pub client: Client,
+    /// The mutators in force, and where the audit's problem is said.
+    pub feed: Feed,
+    /// The namespaces the webhook never sees, left out as it leaves them.
+    pub excluded: Excluded,
+    /// The time between full scans.
+    pub interval: Duration,
+    /// Whether this replica holds the Lease ([`crate::LeaseHolder::run`]).
+    pub leader: watch::Receiver<bool>,
+}
+
+impl InClusterAudit {
+    /// Scans and reports until the mutators' or the Lease's sender is gone.
+    pub async fn run(mut self) {
+        let writer = ReportWriter::new(self.client.clone());
+        let mut mutators = self.feed.state().subscribe();
+        // The problem last logged, so a lasting one is logged once.
+        let mut told: Option<String> = None;
+        loop {
+            let leading = *self.leader.borrow_and_update();
+            self.feed.metrics().set_audit_leader(leading);
+            if leading && let Some(snapshot) = self.feed.state().current() {
+                let started = Instant::now();
+                let mut reports = Reports::default();
+                let scanned = scan(
+                    &self.client,
+                    &snapshot.system,
+                    None,
+                    &self.excluded,
+                    Operation::Update,
+                    |audited| reports.add(&audited),
+                    |_, _| {},
+                )
+                .await;
+                match scanned {
+                    Ok(summary) => {
+                        let seconds = started.elapsed().as_secs_f64();
+                        let metrics = self.feed.metrics();
+                        metrics.set_audit_scan(
+                            summary.scanned(),
+                            summary.changed,
+                            summary.failed,
+                            seconds,
+                        );
+                        self.write(&writer, reports, &mut told).await;
+                    }
+                    Err(error) => {
+                        tracing::warn!(%error, "audit scan failed; scanning again at the next interval");
+                    }
+                }
+            }
+            // Whatever comes first: the interval, new mutators, the Lease.
+            tokio::select! {
+                () = tokio::time::sleep(self.interval) => {}
+                changed = mutators.changed() => if changed.is_err() { return },
+                changed = self.leader.changed() => if changed.is_err() { return },
+            }
+        }
+    }
+
+    /// Writes a scan's reports; a problem (no CRDs, a refused write) is
+    /// logged once while it lasts and said on `/readyz`.
+    async fn write(&self, writer: &ReportWriter, reports: Reports, told: &mut Option<String>) {
+        let reports = reports.into_reports();
+        match writer.write(&reports).await {
+            Ok(()) => {
+                if told.take().is_some() {
+                    tracing::info!("audit reports written again");
+                }
+                self.feed.set_audit_problem(None);
+                tracing::debug!(reports = reports.len(), "audit reports written");
+            }
+            Err(error) => {
+                let problem = error.to_string();
+                if told.as_ref() != Some(&problem) {
+                    tracing::warn!(%problem, "audit reports not written; admission goes on");
+                }
+                *told = Some(problem.clone());
+                self.feed.set_audit_problem(Some(problem));
+            }
+        }
+    }
+}

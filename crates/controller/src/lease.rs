@@ -1,0 +1,125 @@
+//! One writer among the replicas: a `coordination.k8s.io` Lease, held by
+//! the replica that last renewed it within its duration.
+//!
+//! Written with kube's client rather than taken from a crate: the loop is
+//! small (read, then create, renew or take over an expired lease, each
+//! write conditional on the version read, so two replicas racing for an
+//! expired lease cannot both win), and the leader-election crates for kube
+//! either pull in their own kube version or hold more than one lease needs.
+
+use std::time::Duration;
+
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use k8s_openapi::jiff::Timestamp;
+use kube::Client;
+use kube::api::{Api, PostParams};
+use tokio::sync::watch;
+
+/// A Lease this replica competes for.
+pub struct LeaseHolder {
+    api: Api<Lease>,
+    name: String,
+    identity: String,
+    duration: Duration,
+}
+
+impl LeaseHolder {
+    /// The lease `name` in `namespace`, held as `identity` (the pod's name)
+    /// for `duration` from each renewal.
+    pub fn new(
+        client: Client,
+        namespace: &str,
+        name: &str,
+        identity: &str,
+        duration: Duration,
+    ) -> LeaseHolder {
+        LeaseHolder {
+            api: Api::namespaced(client, namespace),
+            name: name.to_string(),
+            identity: identity.to_string(),
+            duration,
+        }
+    }
+
+    /// Competes for the lease until the receiver is dropped, renewing it
+    /// every third of its duration; the receiver says whether this replica
+    /// holds it now.
+    pub fn run(self) -> watch::Receiver<bool> {
+        let (holding, held) = watch::channel(false);
+        tokio::spawn(async move {
+            loop {
+                let now = self.try_hold().await;
+                match now {
+                    Ok(now) => {
+                        holding.send_if_modified(|was| std::mem::replace(was, now) != now);
+                    }
+                    Err(error) => {
+                        tracing::warn!(lease = %self.name, %error, "cannot read or write the lease");
+                        holding.send_if_modified(|was| std::mem::replace(was, false));
+                    }
+                }
+                tokio::select! {
+                    () = tokio::time::sleep(self.duration / 3) => {}
+                    () = holding.closed() => return,
+                }
+            }
+        });
+        held
+    }
+
+    /// One round: whether this replica holds the lease after it.
+    async fn try_hold(&self) -> Result<bool, kube::Error> {
+        let now = MicroTime(Timestamp::now());
+        let seconds = i32::try_from(self.duration.as_secs()).unwrap_or(i32::MAX);
+        let spec = |transitions: i32, acquired: Option<MicroTime>| LeaseSpec {
+            holder_identity: Some(self.identity.clone()),
+            lease_duration_seconds: Some(seconds),
+            acquire_time: acquired.or_else(|| Some(now.clone())),
+            renew_time: Some(now.clone()),
+            lease_transitions: Some(transitions),
+            ..LeaseSpec::default()
+        };
+        let Some(mut lease) = self.api.get_opt(&self.name).await? else {
+            let lease = Lease {
+                metadata: ObjectMeta {
+                    name: Some(self.name.clone()),
+                    ..ObjectMeta::default()
+                },
+                spec: Some(spec(0, None)),
+            };
+            return match self.api.create(&PostParams::default(), &lease).await {
+                Ok(_) => Ok(true),
+                // Another replica created it first.
+                Err(kube::Error::Api(status)) if status.code == 409 => Ok(false),
+                Err(error) => Err(error),
+            };
+        };
+        let current = lease.spec.clone().unwrap_or_default();
+        let mine = current.holder_identity.as_deref() == Some(self.identity.as_str());
+        let expired = match (&current.renew_time, current.lease_duration_seconds) {
+            (Some(renewed), Some(seconds)) => renewed
+                .0
+                .checked_add(Duration::from_secs(u64::try_from(seconds).unwrap_or(0)))
+                .map_or(true, |until| until < Timestamp::now()),
+            _ => true,
+        };
+        if !mine && !expired {
+            return Ok(false);
+        }
+        let transitions = current.lease_transitions.unwrap_or(0) + i32::from(!mine);
+        let acquired = if mine { current.acquire_time } else { None };
+        lease.spec = Some(spec(transitions, acquired));
+        // The version read is kept: a replica that renewed or took it since
+        // makes this write fail with a conflict, and this one holds nothing.
+        match self
+            .api
+            .replace(&self.name, &PostParams::default(), &lease)
+            .await
+        {
+            Ok(_) => Ok(true),
+            Err(kube::Error::Api(status)) if status.code == 409 => Ok(false),
+            Err(error) => Err(error),
+        }
+    }
+}
