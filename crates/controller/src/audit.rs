@@ -20,7 +20,7 @@
 //! concurrent writer is never overwritten (a conflict is retried once from a
 //! fresh read). A Pod a workload owns is not patched: its owner is named.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use kube::api::{ApiResource, DynamicObject, ListParams};
 use kube::discovery::{Discovery, Scope, verbs};
@@ -281,14 +281,14 @@ pub async fn scan(
         };
         let label = kind_label(&resource);
         let mut listed = 0;
-        let mut params = ListParams::default().limit(PAGE);
-        loop {
-            let (items, next) = list_page(client, &resource, listed_in, &params)
-                .await
-                .map_err(|error| AuditError::List {
-                    resource: listed_name(&resource, namespace),
-                    error,
-                })?;
+        let page = async |token: Option<String>| {
+            let mut params = ListParams::default().limit(PAGE);
+            if let Some(token) = token {
+                params = params.continue_token(&token);
+            }
+            list_page(client, &resource, listed_in, &params).await
+        };
+        let each = |items: Vec<Value>| {
             listed += items.len();
             scanned += items.len();
             for object in items {
@@ -304,14 +304,68 @@ pub async fn scan(
                 }
             }
             paged(&label, scanned);
-            match next {
-                Some(token) => params = params.continue_token(&token),
-                None => break,
-            }
-        }
+        };
+        list_kind(page, each)
+            .await
+            .map_err(|error| AuditError::List {
+                resource: listed_name(&resource, namespace),
+                error,
+            })?;
         summary.kinds.insert(label, listed);
     }
     Ok(summary)
+}
+
+/// Restarts of one kind's list after an expired continue token, before the
+/// scan gives up on it.
+const RESTARTS: usize = 3;
+
+/// Lists one kind, page by page through `page` (the continue token of the
+/// page to fetch: `None` for the first), handing each page's objects to
+/// `each`, each object once. An expired continue token (410: a list held up
+/// longer than the API server keeps its snapshot, say behind `--diff |
+/// less`) lists the kind again from the start, leaving out the objects
+/// already handed on (by namespace and name); after [`RESTARTS`] of them,
+/// the 410 is the error.
+async fn list_kind(
+    mut page: impl AsyncFnMut(Option<String>) -> Result<(Vec<Value>, Option<String>), kube::Error>,
+    mut each: impl FnMut(Vec<Value>),
+) -> Result<(), kube::Error> {
+    let mut seen: HashSet<(String, String)> = HashSet::new();
+    let mut token: Option<String> = None;
+    let mut restarts = 0;
+    loop {
+        match page(token.take()).await {
+            Ok((items, next)) => {
+                let fresh = items
+                    .into_iter()
+                    .filter(|object| {
+                        let field = |name: &str| {
+                            object
+                                .pointer(&format!("/metadata/{name}"))
+                                .and_then(Value::as_str)
+                                .unwrap_or_default()
+                                .to_string()
+                        };
+                        seen.insert((field("namespace"), field("name")))
+                    })
+                    .collect();
+                each(fresh);
+                match next {
+                    Some(next) => token = Some(next),
+                    None => return Ok(()),
+                }
+            }
+            Err(kube::Error::Api(status)) if status.code == 410 && restarts < RESTARTS => {
+                restarts += 1;
+                tracing::info!(
+                    restarts,
+                    "the list's continue token expired; listing the kind again from the start"
+                );
+            }
+            Err(error) => return Err(error),
+        }
+    }
 }
 
 /// The served resources `targets` name that can be listed, one version a
@@ -519,9 +573,52 @@ pub(crate) fn without_managed_fields(mut object: Value) -> Value {
 
 #[cfg(test)]
 mod tests {
+    use kube::core::Status;
     use serde_json::json;
 
     use super::*;
+
+    #[tokio::test]
+    async fn an_expired_continue_token_lists_the_kind_again_without_repeats() {
+        let object = |name: &str| json!({"metadata": {"namespace": "shop", "name": name}});
+        let expired = || {
+            kube::Error::Api(
+                Status::failure("the provided continue parameter is too old", "Expired")
+                    .with_code(410)
+                    .boxed(),
+            )
+        };
+        // a, b | 410 | a, b (again) | c
+        let mut calls: Vec<Option<String>> = Vec::new();
+        let page = async |token: Option<String>| {
+            calls.push(token.clone());
+            match (calls.len(), token.as_deref()) {
+                (1, None) => Ok((vec![object("a"), object("b")], Some("t1".into()))),
+                (2, Some("t1")) => Err(expired()),
+                (3, None) => Ok((vec![object("a"), object("b")], Some("t2".into()))),
+                (4, Some("t2")) => Ok((vec![object("c")], None)),
+                (call, token) => panic!("call {call} with {token:?}"),
+            }
+        };
+        let mut handed: Vec<Vec<Value>> = Vec::new();
+        list_kind(page, |items| handed.push(items)).await.unwrap();
+        assert_eq!(
+            handed,
+            [vec![object("a"), object("b")], vec![], vec![object("c")]]
+        );
+        // A token that keeps expiring: the 410 after RESTARTS restarts.
+        let mut calls = 0;
+        let always = async |token: Option<String>| {
+            calls += 1;
+            match token {
+                None => Ok((vec![object("a")], Some("t".into()))),
+                Some(_) => Err(expired()),
+            }
+        };
+        let error = list_kind(always, |_| {}).await.unwrap_err();
+        assert!(matches!(error, kube::Error::Api(status) if status.code == 410));
+        assert_eq!(calls, 2 * (RESTARTS + 1));
+    }
 
     #[test]
     fn the_webhooks_excluded_namespaces_are_left_out() {
