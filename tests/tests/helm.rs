@@ -76,6 +76,10 @@ const TRIALS: &[Check<ControlPlane>] = &[
         Needs::Tools(pinned_rules_render_the_flag_and_need_no_grant),
     ),
     (
+        "the_audit_renders_its_flag_and_the_optional_rbac",
+        Needs::Tools(the_audit_renders_its_flag_and_the_optional_rbac),
+    ),
+    (
         "release_name_and_namespace_reach_every_reference",
         Needs::Tools(release_name_and_namespace_reach_every_reference),
     ),
@@ -362,6 +366,33 @@ fn pinned_rules_render_the_flag_and_need_no_grant(tools: &Tools) -> Result<(), S
             "rulesMode=static failed without naming it: {error}"
         )),
     }
+}
+
+/// `audit.intervalSeconds` turns the in-cluster audit on: the default
+/// rendering plus its flag and exactly the objects of
+/// manifests/optional/audit-rbac.yaml (Helm's labels aside).
+fn the_audit_renders_its_flag_and_the_optional_rbac(tools: &Tools) -> Result<(), String> {
+    let mut expected = without_helm_labels(render(tools, "sartor", "sartor-system", &[])?);
+    pointer_mut(
+        &mut expected,
+        "Deployment sartor-system/sartor",
+        "/spec/template/spec/containers/0/args",
+    )?
+    .as_array_mut()
+    .ok_or("args: not a list")?
+    .push(json!("--audit-interval=300"));
+    expected.extend(parse(&read("manifests/optional/audit-rbac.yaml")?)?);
+    compare(
+        "the default rendering, --audit-interval=300 and manifests/optional/audit-rbac.yaml",
+        &expected,
+        "helm template sartor charts/sartor --set audit.intervalSeconds=300",
+        &without_helm_labels(render(
+            tools,
+            "sartor",
+            "sartor-system",
+            &["--set", "audit.intervalSeconds=300"],
+        )?),
+    )
 }
 
 /// The README's preview of the example repository: `kubectl kustomize` of
