@@ -101,13 +101,18 @@ pub struct Excluded {
 impl Excluded {
     /// Whether the webhook never sees `object` (of `resource`): it lives in
     /// (or, a Namespace, is) a namespace left out; `namespaces` are the
-    /// Namespace objects, for their exemption label.
+    /// Namespace objects, for their exemption label. Sartor's own audit
+    /// reports are left out too: sartor writes them, and its own writes are
+    /// never mutated, so a mutator of every kind would find them every scan.
     fn excludes_object(
         &self,
         object: &Value,
         resource: &ApiResource,
         namespaces: &HashMap<String, Value>,
     ) -> bool {
+        if is_sartors_report(object, resource) {
+            return true;
+        }
         let is_namespace = resource.group.is_empty() && resource.kind == "Namespace";
         let field = if is_namespace { "name" } else { "namespace" };
         object
@@ -129,6 +134,16 @@ impl Excluded {
                 .and_then(Value::as_object)
                 .is_some_and(|labels| labels.contains_key(EXEMPTION_LABEL))
     }
+}
+
+/// Whether `object` is one of the audit's own reports.
+fn is_sartors_report(object: &Value, resource: &ApiResource) -> bool {
+    resource.group == "openreports.io"
+        && object.pointer("/metadata/name").and_then(Value::as_str) == Some(sartor_api::REPORT_NAME)
+        && object
+            .pointer("/metadata/labels/app.kubernetes.io~1managed-by")
+            .and_then(Value::as_str)
+            == Some(sartor_api::REPORT_SOURCE)
 }
 
 /// What a scan went through.
@@ -281,12 +296,10 @@ pub async fn scan(
         };
         let label = kind_label(&resource);
         let mut listed = 0;
-        let page = async |token: Option<String>| {
-            let mut params = ListParams::default().limit(PAGE);
-            if let Some(token) = token {
-                params = params.continue_token(&token);
-            }
-            list_page(client, &resource, listed_in, &params).await
+        let page = KindPages {
+            client,
+            resource: &resource,
+            namespace: listed_in,
         };
         let each = |items: Vec<Value>| {
             listed += items.len();
@@ -316,6 +329,33 @@ pub async fn scan(
     Ok(summary)
 }
 
+/// One page of a list and the next page's token, or the API server's error.
+type Page = Result<(Vec<Value>, Option<String>), kube::Error>;
+
+/// Where [`list_kind`] gets pages: the page after `token` (`None`: the
+/// first).
+trait Pages {
+    fn page(&mut self, token: Option<String>) -> impl Future<Output = Page> + Send;
+}
+
+/// One kind's pages from the API server.
+struct KindPages<'a> {
+    client: &'a Client,
+    resource: &'a ApiResource,
+    namespace: Option<&'a str>,
+}
+
+impl Pages for KindPages<'_> {
+    fn page(&mut self, token: Option<String>) -> impl Future<Output = Page> + Send {
+        let mut params = ListParams::default().limit(PAGE);
+        if let Some(token) = token {
+            params = params.continue_token(&token);
+        }
+        let (client, resource, namespace) = (self.client, self.resource, self.namespace);
+        async move { list_page(client, resource, namespace, &params).await }
+    }
+}
+
 /// Restarts of one kind's list after an expired continue token, before the
 /// scan gives up on it.
 const RESTARTS: usize = 3;
@@ -328,14 +368,14 @@ const RESTARTS: usize = 3;
 /// already handed on (by namespace and name); after [`RESTARTS`] of them,
 /// the 410 is the error.
 async fn list_kind(
-    mut page: impl AsyncFnMut(Option<String>) -> Result<(Vec<Value>, Option<String>), kube::Error>,
+    mut pages: impl Pages,
     mut each: impl FnMut(Vec<Value>),
 ) -> Result<(), kube::Error> {
     let mut seen: HashSet<(String, String)> = HashSet::new();
     let mut token: Option<String> = None;
     let mut restarts = 0;
     loop {
-        match page(token.take()).await {
+        match pages.page(token.take()).await {
             Ok((items, next)) => {
                 let fresh = items
                     .into_iter()
@@ -588,32 +628,46 @@ mod tests {
                     .boxed(),
             )
         };
+        /// Pages answered by `answer` from the call's number and token.
+        struct Scripted<F> {
+            calls: usize,
+            answer: F,
+        }
+        impl<F: FnMut(usize, Option<&str>) -> Page> Pages for Scripted<F> {
+            fn page(&mut self, token: Option<String>) -> impl Future<Output = Page> + Send {
+                self.calls += 1;
+                let page = (self.answer)(self.calls, token.as_deref());
+                async move { page }
+            }
+        }
         // a, b | 410 | a, b (again) | c
-        let mut calls: Vec<Option<String>> = Vec::new();
-        let page = async |token: Option<String>| {
-            calls.push(token.clone());
-            match (calls.len(), token.as_deref()) {
+        let pages = Scripted {
+            calls: 0,
+            answer: |call: usize, token: Option<&str>| match (call, token) {
                 (1, None) => Ok((vec![object("a"), object("b")], Some("t1".into()))),
                 (2, Some("t1")) => Err(expired()),
                 (3, None) => Ok((vec![object("a"), object("b")], Some("t2".into()))),
                 (4, Some("t2")) => Ok((vec![object("c")], None)),
                 (call, token) => panic!("call {call} with {token:?}"),
-            }
+            },
         };
         let mut handed: Vec<Vec<Value>> = Vec::new();
-        list_kind(page, |items| handed.push(items)).await.unwrap();
+        list_kind(pages, |items| handed.push(items)).await.unwrap();
         assert_eq!(
             handed,
             [vec![object("a"), object("b")], vec![], vec![object("c")]]
         );
         // A token that keeps expiring: the 410 after RESTARTS restarts.
         let mut calls = 0;
-        let always = async |token: Option<String>| {
-            calls += 1;
-            match token {
-                None => Ok((vec![object("a")], Some("t".into()))),
-                Some(_) => Err(expired()),
-            }
+        let always = Scripted {
+            calls: 0,
+            answer: |_: usize, token: Option<&str>| {
+                calls += 1;
+                match token {
+                    None => Ok((vec![object("a")], Some("t".into()))),
+                    Some(_) => Err(expired()),
+                }
+            },
         };
         let error = list_kind(always, |_| {}).await.unwrap_err();
         assert!(matches!(error, kube::Error::Api(status) if status.code == 410));
@@ -637,5 +691,21 @@ mod tests {
         assert!(excluded.excludes("quiet", Some(&labelled)));
         assert!(!excluded.excludes("shop", Some(&plain)));
         assert!(!excluded.excludes("shop", None));
+        // The audit's own reports, and only those.
+        let reports = ApiResource {
+            group: "openreports.io".into(),
+            version: "v1alpha1".into(),
+            api_version: "openreports.io/v1alpha1".into(),
+            kind: "Report".into(),
+            plural: "reports".into(),
+        };
+        let report = |name: &str, managed_by: &str| {
+            json!({"metadata": {"name": name, "namespace": "shop",
+                                "labels": {"app.kubernetes.io/managed-by": managed_by}}})
+        };
+        let none = HashMap::new();
+        assert!(excluded.excludes_object(&report("sartor-audit", "sartor"), &reports, &none));
+        assert!(!excluded.excludes_object(&report("sartor-audit", "kyverno"), &reports, &none));
+        assert!(!excluded.excludes_object(&report("nightly", "sartor"), &reports, &none));
     }
 }

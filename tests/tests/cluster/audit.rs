@@ -515,10 +515,9 @@ fn stored_report(suite: &Suite) -> Result<Option<serde_json::Value>, String> {
 pub fn findings_are_kept_as_openreports_reports_in_the_cluster(
     suite: &mut Suite,
 ) -> Result<(), String> {
+    // Created through the running webhook, so the other trials' mutators
+    // have nothing left to change in them; only report-me, applied later.
     crate::admission::replica(suite)?;
-    if let Some(old) = suite.replica.take() {
-        let _ = old.stop();
-    }
     let plane = &suite.plane;
     plane.kubectl(&[
         "apply",
@@ -529,6 +528,9 @@ pub fn findings_are_kept_as_openreports_reports_in_the_cluster(
         &["apply", "-f", "-"],
         Some("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: reported\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: old\n  namespace: reported\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: older\n  namespace: reported\n"),
     )?;
+    if let Some(old) = suite.replica.take() {
+        let _ = old.stop();
+    }
     let port = crate::install::ensure(suite)?.webhook_port;
     let sartor = Sartor::start(suite, "replica-audit", port, &["--audit-interval", "1"])?;
     let result = reports_follow_the_cluster(suite, &sartor);
@@ -556,6 +558,15 @@ replica-audit's log, last lines:
         "delete",
         "-f",
         &crate::repo_path("manifests/optional/audit-rbac.yaml"),
+    ]);
+    // The reports of the other trials' namespaces go with the CRDs.
+    let _ = plane.kubectl(&[
+        "delete",
+        "crd",
+        "reports.openreports.io",
+        "clusterreports.openreports.io",
+        "--ignore-not-found",
+        "--wait=false",
     ]);
     result
 }

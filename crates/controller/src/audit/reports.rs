@@ -133,18 +133,29 @@ impl ReportWriter {
     }
 
     /// Applies `reports` and deletes sartor's other reports (namespaces
-    /// without findings now, the ClusterReport when there are none).
+    /// without findings now, the ClusterReport when there are none). A
+    /// namespace being deleted gets no report (its objects go with it); a
+    /// report the API server refuses does not keep the others from being
+    /// written.
     ///
     /// # Errors
-    /// The CRDs are not installed, or a write failed; the reports already
-    /// written stay.
+    /// The CRDs are not installed, or a write failed (the first refused);
+    /// the other reports are written.
     pub async fn write(&self, reports: &[Report]) -> Result<(), ReportsError> {
         let params = PatchParams::apply(FIELD_MANAGER).force();
+        let mut refused = None;
         for report in reports {
             let api = self.api(report.metadata.namespace.as_deref());
-            api.patch(REPORT_NAME, &params, &Patch::Apply(report))
-                .await
-                .map_err(written)?;
+            match api.patch(REPORT_NAME, &params, &Patch::Apply(report)).await {
+                Ok(_) => {}
+                Err(error) if namespace_terminating(&error) => {}
+                Err(error) => match written(error) {
+                    ReportsError::NoCrds => return Err(ReportsError::NoCrds),
+                    error => {
+                        refused.get_or_insert(error);
+                    }
+                },
+            }
         }
         for (resource, cluster) in [(report_resource(), false), (cluster_resource(), true)] {
             let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &resource);
@@ -177,7 +188,10 @@ impl ReportWriter {
                 }
             }
         }
-        Ok(())
+        match refused {
+            Some(error) => Err(error),
+            None => Ok(()),
+        }
     }
 
     /// The API of the Report of `namespace`, or of the ClusterReport.
@@ -189,6 +203,15 @@ impl ReportWriter {
             None => Api::all_with(self.client.clone(), &cluster_resource()),
         }
     }
+}
+
+/// Whether the API server refused a write into a namespace being deleted.
+fn namespace_terminating(error: &kube::Error) -> bool {
+    matches!(error, kube::Error::Api(status)
+    if status.code == 403
+        && status.details.as_ref().is_some_and(|details| {
+            details.causes.iter().any(|cause| cause.reason == "NamespaceTerminating")
+        }))
 }
 
 /// A write's error, a 404 being the CRDs' absence.
