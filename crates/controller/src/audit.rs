@@ -308,7 +308,9 @@ pub async fn scan(
                 if excluded.excludes_object(&object, &resource, &namespaces) {
                     continue;
                 }
-                if let Some(audited) = audit(system, &namespaces, operation, object, &resource) {
+                if let Some(audited) =
+                    audit(system, &namespaces, operation, object, &resource, false)
+                {
                     match audited.outcome {
                         Outcome::Changes { .. } => summary.changed += 1,
                         Outcome::Failed(_) => summary.failed += 1,
@@ -542,13 +544,16 @@ async fn list_page(
     Ok((items, next))
 }
 
-/// One object through `system`: `None` when it would not change.
+/// One object through `system`: `None` when it would not change. With
+/// `with_patch`, the mutation holds its JSON patch (what a repair sends; a
+/// scan builds none).
 pub(crate) fn audit(
     system: &System,
     namespaces: &HashMap<String, Value>,
     operation: Operation,
     object: Value,
     resource: &ApiResource,
+    with_patch: bool,
 ) -> Option<Audited> {
     let metadata = |field: &str| {
         object
@@ -561,12 +566,14 @@ pub(crate) fn audit(
     let namespace = metadata("namespace");
     let uid = metadata("uid");
     let before = without_managed_fields(object);
-    // With the patch: a repair sends it.
     let admission = Admission::new(&before)
         .operation(operation)
         .namespace(namespace.as_deref())
-        .namespaces(namespaces)
-        .with_patch();
+        .namespaces(namespaces);
+    let admission = match with_patch {
+        true => admission.with_patch(),
+        false => admission,
+    };
     let mut after = before.clone();
     let outcome = match system.mutate(&admission, &mut after) {
         Err(error) => Outcome::Failed(error.reason.to_string()),

@@ -176,6 +176,7 @@ impl<'a> Repairer<'a> {
             self.operation,
             without_managed_fields(read),
             &object.resource,
+            true,
         );
         let Some(audited) = audited else {
             return Planned::Done(Repaired::Unchanged);

@@ -270,9 +270,14 @@ mod tests {
         let system = compile(load_mutators(&[Input::Path(file)])).system;
         let mut reports = Reports::default();
         for object in objects {
-            if let Some(audited) =
-                audit(&system, &HashMap::new(), Operation::Update, object, &pods())
-            {
+            if let Some(audited) = audit(
+                &system,
+                &HashMap::new(),
+                Operation::Update,
+                object,
+                &pods(),
+                false,
+            ) {
                 reports.add(&audited);
             }
         }
