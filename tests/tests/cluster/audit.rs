@@ -571,8 +571,27 @@ replica-audit's log, last lines:
     result
 }
 
-/// The audit replica's reports, from no CRD to findings and back to none.
-fn reports_follow_the_cluster(suite: &Suite, sartor: &Sartor) -> Result<(), String> {
+/// The audit replica's reports, from no CRD to findings and back to none,
+/// through an API server restart.
+fn reports_follow_the_cluster(suite: &mut Suite, sartor: &Sartor) -> Result<(), String> {
+    restartable_reports(suite, sartor)?;
+    // The API server stopped: the scans fail, /readyz says so, the reports
+    // stay as they were; restarted, the next scan keeps them current.
+    suite.plane.stop_apiserver();
+    let down = eventually("a failed scan said", Duration::from_secs(20), || {
+        let (code, body) = crate::http_get(sartor.metrics, "/readyz")?;
+        match body.starts_with("ok; audit: the last scan failed, scanning again in 1s: ") {
+            true => Ok(code),
+            false => Err(format!("/readyz: {code} {body:?}")),
+        }
+    });
+    suite.plane.start_apiserver()?;
+    same("/readyz while the API server is down", down?, 200)?;
+    after_the_restart(suite, sartor)
+}
+
+/// Up to the findings of both ConfigMaps.
+fn restartable_reports(suite: &Suite, sartor: &Sartor) -> Result<(), String> {
     let plane = &suite.plane;
     let not_installed = "the OpenReports CRDs (reports.openreports.io, clusterreports.openreports.io) are not installed: the audit's findings are not written (install them from github.com/openreports/reports-api)";
     let written = |sartor: &Sartor| -> Result<Vec<String>, String> {
@@ -635,22 +654,7 @@ fn reports_follow_the_cluster(suite: &Suite, sartor: &Sartor) -> Result<(), Stri
             "jsonpath={.metadata.uid}",
         ])
     };
-    let result = |name: &str, uid: &str| {
-        json!({"policy": "Assign/report-me", "result": "fail",
-               "message": "would set data.reported on the object's next write",
-               "properties": {"paths": "data.reported"},
-               "resources": [{"apiVersion": "v1", "kind": "ConfigMap", "name": name,
-                              "namespace": "reported", "uid": uid}],
-               "source": "sartor"})
-    };
-    let report = |results: Vec<serde_json::Value>| {
-        json!({"apiVersion": "openreports.io/v1alpha1", "kind": "Report",
-               "metadata": {"name": "sartor-audit", "namespace": "reported",
-                            "labels": {"app.kubernetes.io/managed-by": "sartor"}},
-               "source": "sartor",
-               "summary": {"pass": 0, "fail": results.len(), "warn": 0, "error": 0, "skip": 0},
-               "results": results})
-    };
+    let (result, report) = (report_me_result, reported);
     let (old, older) = (uid("old")?, uid("older")?);
     eventually("both reported", Duration::from_secs(20), || {
         same(
@@ -658,7 +662,53 @@ fn reports_follow_the_cluster(suite: &Suite, sartor: &Sartor) -> Result<(), Stri
             stored_report(suite)?,
             Some(report(vec![result("old", &old), result("older", &older)])),
         )
-    })?;
+    })
+}
+
+/// The expected result of ConfigMap `name` in the Report of `reported`.
+fn report_me_result(name: &str, uid: &str) -> serde_json::Value {
+    json!({"policy": "Assign/report-me", "result": "fail",
+           "message": "would set data.reported on the object's next write",
+           "properties": {"paths": "data.reported"},
+           "resources": [{"apiVersion": "v1", "kind": "ConfigMap", "name": name,
+                          "namespace": "reported", "uid": uid}],
+           "source": "sartor"})
+}
+
+/// The Report of `reported` with `results`, as sartor writes it.
+fn reported(results: Vec<serde_json::Value>) -> serde_json::Value {
+    json!({"apiVersion": "openreports.io/v1alpha1", "kind": "Report",
+           "metadata": {"name": "sartor-audit", "namespace": "reported",
+                        "labels": {"app.kubernetes.io/managed-by": "sartor"}},
+           "source": "sartor",
+           "summary": {"pass": 0, "fail": results.len(), "warn": 0, "error": 0, "skip": 0},
+           "results": results})
+}
+
+/// After the restart: new objects are not reported, deleted ones leave.
+fn after_the_restart(suite: &Suite, sartor: &Sartor) -> Result<(), String> {
+    let plane = &suite.plane;
+    eventually(
+        "reports kept current again",
+        Duration::from_secs(30),
+        || {
+            same(
+                "/readyz",
+                crate::http_get(sartor.metrics, "/readyz")?,
+                (200, "ok\n".to_string()),
+            )
+        },
+    )?;
+    let old = plane.kubectl(&[
+        "get",
+        "configmap",
+        "old",
+        "-n",
+        "reported",
+        "-o",
+        "jsonpath={.metadata.uid}",
+    ])?;
+    let (result, report) = (report_me_result, reported);
     // A ConfigMap created now, once the webhook enforces the mutator, is
     // mutated by it: never reported.
     eventually("report-me enforced", Duration::from_secs(20), || {

@@ -68,9 +68,15 @@ impl InClusterAudit {
                         );
                         self.write(&writer, reports, &mut told).await;
                     }
-                    Err(error) => {
-                        tracing::warn!(%error, "audit scan failed; scanning again at the next interval");
-                    }
+                    // The reports stay as the last scan left them, and
+                    // /readyz says why they are not being kept current.
+                    Err(error) => self.tell(
+                        &mut told,
+                        format!(
+                            "the last scan failed, scanning again in {}s: {error}",
+                            self.interval.as_secs()
+                        ),
+                    ),
                 }
             }
             // Whatever comes first: the interval, new mutators, the Lease.
@@ -94,14 +100,17 @@ impl InClusterAudit {
                 self.feed.set_audit_problem(None);
                 tracing::debug!(reports = reports.len(), "audit reports written");
             }
-            Err(error) => {
-                let problem = error.to_string();
-                if told.as_ref() != Some(&problem) {
-                    tracing::warn!(%problem, "audit reports not written; admission goes on");
-                }
-                *told = Some(problem.clone());
-                self.feed.set_audit_problem(Some(problem));
-            }
+            Err(error) => self.tell(told, error.to_string()),
         }
+    }
+
+    /// Says `problem` on `/readyz` and in the gauge, and logs it unless it
+    /// is the one logged last.
+    fn tell(&self, told: &mut Option<String>, problem: String) {
+        if told.as_ref() != Some(&problem) {
+            tracing::warn!(%problem, "audit reports not kept current; admission goes on");
+        }
+        *told = Some(problem.clone());
+        self.feed.set_audit_problem(Some(problem));
     }
 }
