@@ -109,7 +109,7 @@ pub use report::{
     ObjectReference, REPORT_NAME, REPORT_SOURCE, REPORTS_API_VERSION, Report, ReportMetadata,
     ReportResult, ReportSummary,
 };
-pub use status::{MutatorError, MutatorPodStatus, MutatorStatus};
+pub use status::{MutatorAudit, MutatorError, MutatorPodStatus, MutatorStatus};
 
 /// sartor's API group.
 pub const GROUP: &str = "mutations.sartor.dev";

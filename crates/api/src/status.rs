@@ -12,6 +12,20 @@ pub struct MutatorStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["id"]))]
     pub by_pod: Vec<MutatorPodStatus>,
+    /// What the in-cluster audit (`sartor serve --audit-interval`) found,
+    /// written by the replica holding the audit's Lease.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audit: Option<MutatorAudit>,
+}
+
+/// What the in-cluster audit found for one mutator at its last scan.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MutatorAudit {
+    /// The objects stored in the cluster that this mutator would change on
+    /// their next write (they were stored before it existed, or the webhook
+    /// did not see their last write).
+    pub would_change: i64,
 }
 
 /// What one replica made of a mutator.

@@ -661,8 +661,24 @@ fn restartable_reports(suite: &Suite, sartor: &Sartor) -> Result<(), String> {
             "the Report of reported",
             stored_report(suite)?,
             Some(report(vec![result("old", &old), result("older", &older)])),
+        )?;
+        same(
+            "report-me's status.audit",
+            audit_status(suite)?,
+            r#"{"wouldChange":2}"#.to_string(),
         )
     })
+}
+
+/// `status.audit` of the Assign report-me, as JSON.
+fn audit_status(suite: &Suite) -> Result<String, String> {
+    suite.plane.kubectl(&[
+        "get",
+        "assign.mutations.sartor.dev",
+        "report-me",
+        "-o",
+        "jsonpath={.status.audit}",
+    ])
 }
 
 /// The expected result of ConfigMap `name` in the Report of `reported`.
@@ -732,6 +748,11 @@ fn after_the_restart(suite: &Suite, sartor: &Sartor) -> Result<(), String> {
                 "the Report of reported",
                 stored_report(suite)?,
                 Some(report(vec![result("old", &old)])),
+            )?;
+            same(
+                "report-me's status.audit",
+                audit_status(suite)?,
+                r#"{"wouldChange":1}"#.to_string(),
             )
         },
     )?;

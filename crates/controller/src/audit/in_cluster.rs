@@ -6,17 +6,27 @@
 //! ```text
 //!  mutators published | interval | Lease taken ──▶ (leader only) scan(System, UPDATE)
 //!    ──▶ Reports (a result per object and mutator) ──▶ ReportWriter: apply, delete the stale
+//!    ──▶ each mutator's status.audit.wouldChange (when it changed)
 //!    ──▶ sartor_audit_* gauges; no CRDs: logged once, /readyz says so, admission goes on
 //! ```
 
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use kube::Client;
-use sartor_engine::Operation;
+use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use sartor_api::API_VERSION;
+use sartor_engine::{MutatorId, Operation, System};
+use serde_json::json;
 use tokio::sync::watch;
 
-use super::{Excluded, ReportWriter, Reports, scan};
+use super::{Excluded, Outcome, ReportWriter, Reports, scan};
 use crate::feed::Feed;
+use crate::status::resource;
+
+/// The field manager of `status.audit`, the same on every replica: the one
+/// holding the Lease owns the field.
+const STATUS_MANAGER: &str = "sartor-audit";
 
 /// The in-cluster audit of one replica.
 pub struct InClusterAudit {
@@ -40,19 +50,29 @@ impl InClusterAudit {
         let mut mutators = self.feed.state().subscribe();
         // The problem last logged, so a lasting one is logged once.
         let mut told: Option<String> = None;
+        // Each mutator's count as last written to its status.
+        let mut written: HashMap<MutatorId, u64> = HashMap::new();
         loop {
             let leading = *self.leader.borrow_and_update();
             self.feed.metrics().set_audit_leader(leading);
             if leading && let Some(snapshot) = self.feed.state().current() {
                 let started = Instant::now();
                 let mut reports = Reports::default();
+                let mut counts: HashMap<MutatorId, u64> = HashMap::new();
                 let scanned = scan(
                     &self.client,
                     &snapshot.system,
                     None,
                     &self.excluded,
                     Operation::Update,
-                    |audited| reports.add(&audited),
+                    |audited| {
+                        if let Outcome::Changes { mutators, .. } = &audited.outcome {
+                            for id in mutators {
+                                *counts.entry(id.clone()).or_default() += 1;
+                            }
+                        }
+                        reports.add(&audited);
+                    },
                     |_, _| {},
                 )
                 .await;
@@ -67,6 +87,8 @@ impl InClusterAudit {
                             seconds,
                         );
                         self.write(&writer, reports, &mut told).await;
+                        self.write_status(&snapshot.system, &counts, &mut written)
+                            .await;
                     }
                     // The reports stay as the last scan left them, and
                     // /readyz says why they are not being kept current.
@@ -101,6 +123,47 @@ impl InClusterAudit {
                 tracing::debug!(reports = reports.len(), "audit reports written");
             }
             Err(error) => self.tell(told, error.to_string()),
+        }
+    }
+
+    /// Writes `status.audit.wouldChange` of each mutator of `system` whose
+    /// count is not the one last written (`written`). A mutator sartor has no
+    /// object of (Gatekeeper's, read with --gatekeeper-compat) is left alone;
+    /// another refusal is logged and retried at the next scan.
+    async fn write_status(
+        &self,
+        system: &System,
+        counts: &HashMap<MutatorId, u64>,
+        written: &mut HashMap<MutatorId, u64>,
+    ) {
+        let params = PatchParams::apply(STATUS_MANAGER).force();
+        for mutator in system.mutators() {
+            let id = mutator.id();
+            let count = counts.get(id).copied().unwrap_or(0);
+            if written.get(id) == Some(&count) {
+                continue;
+            }
+            let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &resource(id.kind));
+            let body = json!({
+                "apiVersion": API_VERSION,
+                "kind": id.kind.as_str(),
+                "metadata": {"name": id.name},
+                "status": {"audit": {"wouldChange": count}},
+            });
+            match api
+                .patch_status(&id.name, &params, &Patch::Apply(&body))
+                .await
+            {
+                Ok(_) => {
+                    written.insert(id.clone(), count);
+                }
+                Err(kube::Error::Api(status)) if status.code == 404 => {
+                    written.insert(id.clone(), count);
+                }
+                Err(error) => {
+                    tracing::warn!(mutator = %id, %error, "cannot write the audit's count to the mutator's status; retried at the next scan");
+                }
+            }
         }
     }
 
