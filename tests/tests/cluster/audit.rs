@@ -155,24 +155,7 @@ pub fn stored_objects_the_mutators_would_change_are_listed(
     // From the cluster, once the webhook enforces the mutator: what it
     // mutated when created is not listed, what was stored before is.
     plane.kubectl_with_input(&["apply", "-f", "-"], Some(AUDIT_ME))?;
-    eventually("audit-me enforced", Duration::from_secs(20), || {
-        let stored = plane.kubectl_with_input(
-            &[
-                "create",
-                "--dry-run=server",
-                "-f",
-                "-",
-                "-o",
-                "jsonpath={.data.audited}",
-            ],
-            Some("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: probe\n  namespace: audit\n"),
-        )?;
-        same("a new ConfigMap's data.audited", stored, "yes".to_string())
-    })?;
-    plane.kubectl_with_input(
-        &["create", "-f", "-"],
-        Some("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: new\n  namespace: audit\n"),
-    )?;
+    create_once_enforced(suite, "audit", "audited")?;
     let listed = audit(suite, &["-n", "audit"]);
     // A deleted object is gone from the audit.
     plane.kubectl(&["delete", "configmap", "old", "-n", "audit"])?;
@@ -205,6 +188,42 @@ pub fn stored_objects_the_mutators_would_change_are_listed(
                 .to_string(),
         ),
     )
+}
+
+/// Waits until the webhook sets `data.<field>` to `yes` on a new ConfigMap
+/// of `namespace` (the mutator is enforced), then creates the ConfigMap
+/// `new` there through it.
+fn create_once_enforced(suite: &Suite, namespace: &str, field: &str) -> Result<(), String> {
+    let plane = &suite.plane;
+    let configmap = |name: &str| {
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: {namespace}\n"
+        )
+    };
+    eventually(
+        &format!("data.{field} enforced"),
+        Duration::from_secs(20),
+        || {
+            let stored = plane.kubectl_with_input(
+                &[
+                    "create",
+                    "--dry-run=server",
+                    "-f",
+                    "-",
+                    "-o",
+                    &format!("jsonpath={{.data.{field}}}"),
+                ],
+                Some(&configmap("probe")),
+            )?;
+            same(
+                &format!("a new ConfigMap's data.{field}"),
+                stored,
+                "yes".to_string(),
+            )
+        },
+    )?;
+    plane.kubectl_with_input(&["create", "-f", "-"], Some(&configmap("new")))?;
+    Ok(())
 }
 
 /// `sartor audit --mutators mutators -n audit` as the service account
@@ -727,17 +746,7 @@ fn after_the_restart(suite: &Suite, sartor: &Sartor) -> Result<(), String> {
     let (result, report) = (report_me_result, reported);
     // A ConfigMap created now, once the webhook enforces the mutator, is
     // mutated by it: never reported.
-    eventually("report-me enforced", Duration::from_secs(20), || {
-        let stored = plane.kubectl_with_input(
-            &["create", "--dry-run=server", "-f", "-", "-o", "jsonpath={.data.reported}"],
-            Some("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: probe\n  namespace: reported\n"),
-        )?;
-        same("a new ConfigMap's data.reported", stored, "yes".to_string())
-    })?;
-    plane.kubectl_with_input(
-        &["create", "-f", "-"],
-        Some("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: new\n  namespace: reported\n"),
-    )?;
+    create_once_enforced(suite, "reported", "reported")?;
     // A deleted object leaves the report.
     plane.kubectl(&["delete", "configmap", "older", "-n", "reported"])?;
     eventually(

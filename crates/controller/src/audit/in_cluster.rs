@@ -55,6 +55,14 @@ impl InClusterAudit {
         loop {
             let leading = *self.leader.borrow_and_update();
             self.feed.metrics().set_audit_leader(leading);
+            if !leading {
+                // Another replica writes (and says its problems); counts
+                // are written again in full if this one leads again.
+                written.clear();
+                if told.take().is_some() {
+                    self.feed.set_audit_problem(None);
+                }
+            }
             if leading && let Some(snapshot) = self.feed.state().current() {
                 let started = Instant::now();
                 let mut reports = Reports::default();
