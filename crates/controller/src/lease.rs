@@ -7,7 +7,7 @@
 //! expired lease cannot both win), and the leader-election crates for kube
 //! either pull in their own kube version or hold more than one lease needs.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
@@ -44,21 +44,31 @@ impl LeaseHolder {
 
     /// Competes for the lease until the receiver is dropped, renewing it
     /// every third of its duration; the receiver says whether this replica
-    /// holds it now.
+    /// holds it now. A replica that cannot reach the API server keeps the
+    /// lease until its last renewal's duration has passed (no other replica
+    /// can take it before), so a short outage does not stop its work.
     pub fn run(self) -> watch::Receiver<bool> {
         let (holding, held) = watch::channel(false);
         tokio::spawn(async move {
+            // When this replica last renewed the lease, while it holds it.
+            let mut renewed: Option<Instant> = None;
             loop {
-                let now = self.try_hold().await;
-                match now {
-                    Ok(now) => {
-                        holding.send_if_modified(|was| std::mem::replace(was, now) != now);
+                let asked = Instant::now();
+                let now = match self.try_hold().await {
+                    Ok(true) => {
+                        renewed = Some(asked);
+                        true
+                    }
+                    Ok(false) => {
+                        renewed = None;
+                        false
                     }
                     Err(error) => {
                         tracing::warn!(lease = %self.name, %error, "cannot read or write the lease");
-                        holding.send_if_modified(|was| std::mem::replace(was, false));
+                        renewed.is_some_and(|at| at.elapsed() < self.duration)
                     }
-                }
+                };
+                holding.send_if_modified(|was| std::mem::replace(was, now) != now);
                 tokio::select! {
                     () = tokio::time::sleep(self.duration / 3) => {}
                     () = holding.closed() => return,
