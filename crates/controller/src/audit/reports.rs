@@ -106,10 +106,13 @@ impl Reports {
             .into_iter()
             .map(|(namespace, mut results)| {
                 let all = results.len();
+                let errors = results.iter().filter(|r| r.result == "error").count();
                 results.truncate(MAX_RESULTS);
                 let mut report = Report::new(namespace.as_deref(), results);
                 if all > MAX_RESULTS {
-                    report.summary.fail = all - report.summary.error;
+                    // The summary counts every result, listed or not.
+                    report.summary.error = errors;
+                    report.summary.fail = all - errors;
                     report.metadata.labels.insert(
                         "sartor.dev/results-left-out".to_string(),
                         (all - MAX_RESULTS).to_string(),
