@@ -39,7 +39,7 @@ mod reports;
 
 pub use in_cluster::InClusterAudit;
 pub use repair::{Plan, Planned, Repaired, Repairer};
-pub use reports::{ReportWriter, Reports, ReportsError};
+pub use reports::{ReportWriter, Reports, ReportsError, Write};
 
 /// Objects asked for per list call.
 pub const PAGE: u32 = 250;
@@ -260,9 +260,31 @@ pub async fn scan(
     namespace: Option<&str>,
     excluded: &Excluded,
     operation: Operation,
+    found: impl FnMut(Audited),
+    paged: impl FnMut(&str, usize),
+) -> Result<Summary, AuditError> {
+    let (summary, _) =
+        scan_listing(client, system, namespace, excluded, operation, found, paged).await?;
+    Ok(summary)
+}
+
+/// What a scan listed, for the watches that follow it: the resources, and
+/// the Namespace objects by name.
+pub(crate) struct Listing {
+    pub(crate) resources: Vec<ApiResource>,
+    pub(crate) namespaces: HashMap<String, Value>,
+}
+
+/// [`scan`], handing back what it listed too.
+pub(crate) async fn scan_listing(
+    client: &Client,
+    system: &System,
+    namespace: Option<&str>,
+    excluded: &Excluded,
+    operation: Operation,
     mut found: impl FnMut(Audited),
     mut paged: impl FnMut(&str, usize),
-) -> Result<Summary, AuditError> {
+) -> Result<(Summary, Listing), AuditError> {
     let discovery = Discovery::new(client.clone())
         .run_aggregated()
         .await
@@ -288,6 +310,10 @@ pub async fn scan(
     };
     let mut summary = Summary::default();
     let mut scanned = 0;
+    let mut listing = Listing {
+        resources: Vec::new(),
+        namespaces: HashMap::new(),
+    };
     for (resource, scope) in resources {
         let listed_in = match (scope, namespace) {
             (Scope::Cluster, Some(_)) => continue,
@@ -327,8 +353,10 @@ pub async fn scan(
                 error,
             })?;
         summary.kinds.insert(label, listed);
+        listing.resources.push(resource);
     }
-    Ok(summary)
+    listing.namespaces = namespaces;
+    Ok((summary, listing))
 }
 
 /// One page of a list and the next page's token, or the API server's error.
@@ -472,17 +500,22 @@ fn listed_name(resource: &ApiResource, namespace: Option<&str>) -> String {
     name
 }
 
-/// Every Namespace object, by name.
-pub(crate) async fn namespace_objects(
-    client: &Client,
-) -> Result<HashMap<String, Value>, AuditError> {
-    let resource = ApiResource {
+/// The core group's Namespaces.
+pub(crate) fn namespace_resource() -> ApiResource {
+    ApiResource {
         group: String::new(),
         version: "v1".to_string(),
         api_version: "v1".to_string(),
         kind: "Namespace".to_string(),
         plural: "namespaces".to_string(),
-    };
+    }
+}
+
+/// Every Namespace object, by name.
+pub(crate) async fn namespace_objects(
+    client: &Client,
+) -> Result<HashMap<String, Value>, AuditError> {
+    let resource = namespace_resource();
     let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
     let mut namespaces = HashMap::new();
     let mut params = ListParams::default().limit(PAGE);

@@ -94,11 +94,12 @@ pub struct ServeArgs {
     pub(super) cert_check_interval: u64,
     /// Cluster mode: keep an audit of the objects already stored, as
     /// OpenReports reports (a `Report` named sartor-audit per namespace, a
-    /// `ClusterReport` for cluster-scoped objects), scanning every this many
-    /// seconds and when the mutators change; only the replica holding the
-    /// Lease `sartor-audit` writes. 0 (the default) keeps no audit: it needs
-    /// `list` on every kind the mutators can change, which the default
-    /// install does not grant (see the operations guide).
+    /// `ClusterReport` for cluster-scoped objects), scanning in full every
+    /// this many seconds and when the mutators change, and following writes
+    /// and deletions between scans through watches; only the replica holding
+    /// the Lease `sartor-audit` writes. 0 (the default) keeps no audit: it
+    /// needs `list` and `watch` on every kind the mutators can change, which
+    /// the default install does not grant (see the operations guide).
     #[arg(long, value_name = "SECONDS", default_value_t = 0)]
     pub(super) audit_interval: u64,
     /// Cluster mode: this replica's name, the id of its entry in every

@@ -1,37 +1,53 @@
 //! The audit kept in the cluster: the replica holding the audit's Lease
-//! scans every interval, and at once when the mutators change or it takes
-//! the Lease, and writes the findings as OpenReports reports in place of the
-//! last scan's.
+//! scans in full every interval, and at once when the mutators change or it
+//! takes the Lease; between scans it watches the kinds the scan listed and
+//! puts each write and deletion into the reports within about a second.
 //!
 //! ```text
-//!  mutators published | interval | Lease taken ──▶ (leader only) scan(System, UPDATE)
-//!    ──▶ Reports (a result per object and mutator) ──▶ ReportWriter: apply, delete the stale
+//!  mutators published | interval | Lease taken ──▶ (leader only) full scan(System, UPDATE)
+//!    ──▶ Reports (a result per object and mutator) ──▶ ReportWriter: apply all, delete the stale
+//!  a watch per kind listed: Apply(o) | Delete(o) | a relist (Init…InitDone, that kind's results replaced)
+//!    ──▶ Reports, object by object ──(events settle for 1s)──▶ ReportWriter: apply what changed
 //!    ──▶ each mutator's status.audit.wouldChange (when it changed)
 //!    ──▶ sartor_audit_* gauges; no CRDs: logged once, /readyz says so, admission goes on
 //! ```
 
-use std::collections::HashMap;
-use std::time::{Duration, Instant};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
 
+use futures::StreamExt as _;
 use kube::Client;
-use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
+use kube::runtime::{WatchStreamExt as _, watcher};
 use sartor_api::API_VERSION;
 use sartor_engine::{MutatorId, Operation, System};
-use serde_json::json;
-use tokio::sync::watch;
+use sartor_state::Snapshot;
+use serde_json::{Value, json};
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinSet;
+use tokio::time::Instant;
 
-use super::{Excluded, Outcome, ReportWriter, Reports, scan};
+use super::{Excluded, PAGE, ReportWriter, Reports, Write, audit, kind_label, scan_listing};
 use crate::feed::Feed;
 use crate::status::resource;
+use crate::watch::to_value;
 
 /// The field manager of `status.audit`, the same on every replica: the one
 /// holding the Lease owns the field.
 const STATUS_MANAGER: &str = "sartor-audit";
 
+/// How long the watches' events gather before the reports are written.
+const SETTLE: Duration = Duration::from_secs(1);
+
+/// How long after a failed write it is tried again (say, the CRDs missing).
+const RETRY: Duration = Duration::from_secs(5);
+
 /// The in-cluster audit of one replica.
 pub struct InClusterAudit {
-    /// The API server's client (its identity needs `list` on every kind the
-    /// mutators can change, and the reports' and the Lease's writes).
+    /// The API server's client (its identity needs `list` and `watch` on
+    /// every kind the mutators can change, and the reports' and the Lease's
+    /// writes).
     pub client: Client,
     /// The mutators in force, and where the audit's problem is said.
     pub feed: Feed,
@@ -43,15 +59,98 @@ pub struct InClusterAudit {
     pub leader: watch::Receiver<bool>,
 }
 
+/// One event of the watch of an audited kind.
+struct KindEvent {
+    /// Which start of the watches it comes from: events of watches stopped
+    /// since are dropped.
+    generation: u64,
+    resource: Arc<ApiResource>,
+    event: Result<watcher::Event<DynamicObject>, watcher::Error>,
+}
+
+/// The watches of the kinds the last scan listed (dropped: stopped).
+struct Watches {
+    resources: Vec<ApiResource>,
+    generation: u64,
+    _tasks: JoinSet<()>,
+}
+
+impl Watches {
+    /// A watch per resource, its events sent to `events`.
+    fn start(
+        client: &Client,
+        resources: Vec<ApiResource>,
+        generation: u64,
+        events: &mpsc::Sender<KindEvent>,
+    ) -> Watches {
+        let mut tasks = JoinSet::new();
+        for listed in &resources {
+            let api: Api<DynamicObject> = Api::all_with(client.clone(), listed);
+            let resource = Arc::new(listed.clone());
+            let events = events.clone();
+            tasks.spawn(async move {
+                let config = watcher::Config::default().page_size(PAGE);
+                let mut stream = watcher(api, config).default_backoff().boxed();
+                while let Some(event) = stream.next().await {
+                    let event = KindEvent {
+                        generation,
+                        resource: resource.clone(),
+                        event,
+                    };
+                    if events.send(event).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        Watches {
+            resources,
+            generation,
+            _tasks: tasks,
+        }
+    }
+}
+
+/// What the leader found, kept current between scans.
+struct Findings {
+    /// The mutators the findings are of.
+    snapshot: Arc<Snapshot>,
+    reports: Reports,
+    /// Namespace objects by name: from the scan, and fetched for a
+    /// namespace seen first in an event.
+    namespaces: HashMap<String, Value>,
+    /// A relist in progress per kind (`Kind.group/version`), its findings so far.
+    relisting: HashMap<String, Reports>,
+}
+
+/// What the audit says is wrong, on `/readyz` and in its log.
+#[derive(Default)]
+struct Problems {
+    /// The last scan's or write's.
+    work: Option<String>,
+    /// Each failing watch's, by kind.
+    watches: BTreeMap<String, String>,
+    /// What `/readyz` says now.
+    said: Option<String>,
+}
+
 impl InClusterAudit {
-    /// Scans and reports until the mutators' or the Lease's sender is gone.
+    /// Scans, watches and reports until the mutators' or the Lease's
+    /// sender is gone.
     pub async fn run(mut self) {
-        let writer = ReportWriter::new(self.client.clone());
+        let mut writer = ReportWriter::new(self.client.clone());
         let mut mutators = self.feed.state().subscribe();
-        // The problem last logged, so a lasting one is logged once.
-        let mut told: Option<String> = None;
+        let mut problems = Problems::default();
         // Each mutator's count as last written to its status.
         let mut written: HashMap<MutatorId, u64> = HashMap::new();
+        let (sender, mut events) = mpsc::channel::<KindEvent>(256);
+        let mut watches: Option<Watches> = None;
+        let mut findings: Option<Findings> = None;
+        let mut generation = 0;
+        let mut scan_now = true;
+        let mut next_scan = Instant::now() + self.interval;
+        // When the watches' changes (or a failed write again) are written.
+        let mut due: Option<(Instant, Write)> = None;
         loop {
             let leading = *self.leader.borrow_and_update();
             self.feed.metrics().set_audit_leader(leading);
@@ -59,79 +158,267 @@ impl InClusterAudit {
                 // Another replica writes (and says its problems); counts
                 // are written again in full if this one leads again.
                 written.clear();
-                if told.take().is_some() {
-                    self.feed.set_audit_problem(None);
-                }
+                watches = None;
+                findings = None;
+                due = None;
+                problems = Problems::default();
+                self.say(&mut problems);
             }
-            if leading && let Some(snapshot) = self.feed.state().current() {
-                let started = Instant::now();
-                let mut reports = Reports::default();
-                let mut counts: HashMap<MutatorId, u64> = HashMap::new();
-                let scanned = scan(
-                    &self.client,
-                    &snapshot.system,
-                    None,
-                    &self.excluded,
-                    Operation::Update,
-                    |audited| {
-                        if let Outcome::Changes { mutators, .. } = &audited.outcome {
-                            for id in mutators {
-                                *counts.entry(id.clone()).or_default() += 1;
-                            }
+            if leading
+                && scan_now
+                && let Some(snapshot) = self.feed.state().current()
+            {
+                next_scan = Instant::now() + self.interval;
+                match self.scan(&snapshot).await {
+                    Ok((reports, listing)) => {
+                        problems.work = None;
+                        if watches.as_ref().map(|w| &w.resources) != Some(&listing.resources) {
+                            generation += 1;
+                            problems.watches.clear();
+                            watches = Some(Watches::start(
+                                &self.client,
+                                listing.resources,
+                                generation,
+                                &sender,
+                            ));
                         }
-                        reports.add(&audited);
-                    },
-                    |_, _| {},
-                )
-                .await;
-                match scanned {
-                    Ok(summary) => {
-                        let seconds = started.elapsed().as_secs_f64();
-                        let metrics = self.feed.metrics();
-                        metrics.set_audit_scan(
-                            summary.scanned(),
-                            summary.changed,
-                            summary.failed,
-                            seconds,
-                        );
-                        self.write(&writer, reports, &mut told).await;
-                        self.write_status(&snapshot.system, &counts, &mut written)
+                        let found = Findings {
+                            snapshot,
+                            reports,
+                            namespaces: listing.namespaces,
+                            relisting: HashMap::new(),
+                        };
+                        due = self
+                            .write(
+                                &mut writer,
+                                &found,
+                                Write::Full,
+                                &mut written,
+                                &mut problems,
+                            )
                             .await;
+                        findings = Some(found);
                     }
                     // The reports stay as the last scan left them, and
                     // /readyz says why they are not being kept current.
-                    Err(error) => self.tell(
-                        &mut told,
-                        format!(
+                    Err(error) => {
+                        problems.work = Some(format!(
                             "the last scan failed, scanning again in {}s: {error}",
                             self.interval.as_secs()
-                        ),
-                    ),
+                        ));
+                    }
                 }
+                self.say(&mut problems);
             }
-            // Whatever comes first: the interval, new mutators, the Lease.
+            scan_now = false;
+            let write_at = due.map(|(at, _)| at);
+            // Whatever comes first: the interval, new mutators, the Lease,
+            // a watch's event, the write of what changed.
             tokio::select! {
-                () = tokio::time::sleep(self.interval) => {}
-                changed = mutators.changed() => if changed.is_err() { return },
-                changed = self.leader.changed() => if changed.is_err() { return },
+                () = tokio::time::sleep_until(next_scan) => scan_now = true,
+                changed = mutators.changed() => match changed {
+                    Ok(()) => scan_now = true,
+                    Err(_) => return,
+                },
+                changed = self.leader.changed() => match changed {
+                    Ok(()) => scan_now = true,
+                    Err(_) => return,
+                },
+                Some(event) = events.recv() => {
+                    let current = watches.as_ref().map(|w| w.generation) == Some(event.generation);
+                    if let Some(found) = findings.as_mut().filter(|_| current)
+                        && self.follow(found, event, &mut problems).await
+                    {
+                        due.get_or_insert((Instant::now() + SETTLE, Write::Changed));
+                    }
+                    self.say(&mut problems);
+                },
+                () = tokio::time::sleep_until(write_at.unwrap_or_else(Instant::now)), if write_at.is_some() => {
+                    let how = due.map_or(Write::Changed, |(_, how)| how);
+                    due = None;
+                    if let Some(found) = &findings {
+                        due = self.write(&mut writer, found, how, &mut written, &mut problems).await;
+                        self.say(&mut problems);
+                    }
+                },
             }
         }
     }
 
-    /// Writes a scan's reports; a problem (no CRDs, a refused write) is
-    /// logged once while it lasts and said on `/readyz`.
-    async fn write(&self, writer: &ReportWriter, reports: Reports, told: &mut Option<String>) {
-        let reports = reports.into_reports();
-        match writer.write(&reports).await {
-            Ok(()) => {
-                if told.take().is_some() {
-                    tracing::info!("audit reports written again");
-                }
-                self.feed.set_audit_problem(None);
-                tracing::debug!(reports = reports.len(), "audit reports written");
+    /// A full scan of `snapshot`'s kinds: the findings, and what was listed.
+    async fn scan(
+        &self,
+        snapshot: &Snapshot,
+    ) -> Result<(Reports, super::Listing), super::AuditError> {
+        let started = std::time::Instant::now();
+        let mut reports = Reports::default();
+        let (summary, listing) = scan_listing(
+            &self.client,
+            &snapshot.system,
+            None,
+            &self.excluded,
+            Operation::Update,
+            |audited| reports.add(&audited),
+            |_, _| {},
+        )
+        .await?;
+        self.feed.metrics().set_audit_scan(
+            summary.scanned(),
+            summary.changed,
+            summary.failed,
+            started.elapsed().as_secs_f64(),
+        );
+        Ok((reports, listing))
+    }
+
+    /// Puts one watch event into `found`: whether the findings changed. A
+    /// relist's objects are gathered and replace the kind's findings when it
+    /// is done (objects deleted while the watch was down leave with it).
+    async fn follow(
+        &self,
+        found: &mut Findings,
+        event: KindEvent,
+        problems: &mut Problems,
+    ) -> bool {
+        let resource = &event.resource;
+        let kind = kind_label(resource);
+        let event = match event.event {
+            Ok(event) => {
+                problems.watches.remove(&kind);
+                event
             }
-            Err(error) => self.tell(told, error.to_string()),
+            Err(error) => {
+                found.relisting.remove(&kind);
+                problems.watches.insert(
+                    kind,
+                    format!(
+                        "watching {} failed, retrying: {error}",
+                        super::listed_name(resource, None)
+                    ),
+                );
+                return false;
+            }
+        };
+        match event {
+            watcher::Event::Init => {
+                found.relisting.insert(kind, Reports::default());
+                false
+            }
+            watcher::Event::InitApply(object) => {
+                if let Some(value) = to_value(object, resource) {
+                    self.learn_namespace(&mut found.namespaces, &value).await;
+                    let audited =
+                        self.audit(&found.snapshot.system, &found.namespaces, value, resource);
+                    if let (Some(audited), Some(relisted)) =
+                        (audited, found.relisting.get_mut(&kind))
+                    {
+                        relisted.add(&audited);
+                    }
+                }
+                false
+            }
+            watcher::Event::InitDone => match found.relisting.remove(&kind) {
+                Some(relisted) => {
+                    found.reports.replace_kind(resource, relisted);
+                    true
+                }
+                None => false,
+            },
+            watcher::Event::Apply(object) => {
+                let Some(value) = to_value(object, resource) else {
+                    return false;
+                };
+                let (namespace, name) = namespace_and_name(&value);
+                found.reports.remove(resource, namespace.as_deref(), &name);
+                if resource.group.is_empty() && resource.kind == "Namespace" {
+                    found.namespaces.insert(name.clone(), value.clone());
+                }
+                self.learn_namespace(&mut found.namespaces, &value).await;
+                if let Some(audited) =
+                    self.audit(&found.snapshot.system, &found.namespaces, value, resource)
+                {
+                    found.reports.add(&audited);
+                }
+                true
+            }
+            watcher::Event::Delete(object) => {
+                let (namespace, name) = (object.metadata.namespace, object.metadata.name);
+                found.reports.remove(
+                    resource,
+                    namespace.as_deref(),
+                    name.as_deref().unwrap_or_default(),
+                );
+                true
+            }
         }
+    }
+
+    /// Fetches the Namespace of `object` into `namespaces` when it is not
+    /// there (created after the scan); left out when it cannot be read.
+    async fn learn_namespace(&self, namespaces: &mut HashMap<String, Value>, object: &Value) {
+        let (Some(namespace), _) = namespace_and_name(object) else {
+            return;
+        };
+        if namespaces.contains_key(&namespace) {
+            return;
+        }
+        let resource = super::namespace_resource();
+        let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &resource);
+        if let Ok(fetched) = api.get(&namespace).await
+            && let Some(value) = to_value(fetched, &resource)
+        {
+            namespaces.insert(namespace, super::without_managed_fields(value));
+        }
+    }
+
+    /// What the mutators would do to `object` on its next write, unless the
+    /// webhook never sees it.
+    fn audit(
+        &self,
+        system: &System,
+        namespaces: &HashMap<String, Value>,
+        object: Value,
+        resource: &ApiResource,
+    ) -> Option<super::Audited> {
+        if self.excluded.excludes_object(&object, resource, namespaces) {
+            return None;
+        }
+        audit(
+            system,
+            namespaces,
+            Operation::Update,
+            object,
+            resource,
+            false,
+        )
+    }
+
+    /// Writes the findings' reports (all, or only what changed) and the
+    /// mutators' counts; a failed write is said and tried again, in full, in
+    /// [`RETRY`] (returned as the next write).
+    async fn write(
+        &self,
+        writer: &mut ReportWriter,
+        found: &Findings,
+        how: Write,
+        written: &mut HashMap<MutatorId, u64>,
+        problems: &mut Problems,
+    ) -> Option<(Instant, Write)> {
+        let reports = found.reports.to_reports();
+        let again = match writer.write(&reports, how).await {
+            Ok(()) => {
+                problems.work = None;
+                tracing::debug!(reports = reports.len(), "audit reports written");
+                None
+            }
+            Err(error) => {
+                problems.work = Some(error.to_string());
+                Some((Instant::now() + RETRY, Write::Full))
+            }
+        };
+        self.write_status(&found.snapshot.system, &found.reports.counts(), written)
+            .await;
+        again
     }
 
     /// Writes `status.audit.wouldChange` of each mutator of `system` whose
@@ -175,13 +462,34 @@ impl InClusterAudit {
         }
     }
 
-    /// Says `problem` on `/readyz` and in the gauge, and logs it unless it
-    /// is the one logged last.
-    fn tell(&self, told: &mut Option<String>, problem: String) {
-        if told.as_ref() != Some(&problem) {
-            tracing::warn!(%problem, "audit reports not kept current; admission goes on");
+    /// Says the first problem on `/readyz` (the scan's or write's, else a
+    /// watch's), and logs it when it is not the one said before.
+    fn say(&self, problems: &mut Problems) {
+        let now = problems
+            .work
+            .clone()
+            .or_else(|| problems.watches.values().next().cloned());
+        if now == problems.said {
+            return;
         }
-        *told = Some(problem.clone());
-        self.feed.set_audit_problem(Some(problem));
+        match &now {
+            Some(problem) => {
+                tracing::warn!(%problem, "audit reports not kept current; admission goes on");
+            }
+            None => tracing::info!("audit reports kept current again"),
+        }
+        self.feed.set_audit_problem(now.clone());
+        problems.said = now;
     }
+}
+
+/// `object`'s namespace (`None`: cluster-scoped) and name.
+fn namespace_and_name(object: &Value) -> (Option<String>, String) {
+    let field = |name: &str| {
+        object
+            .pointer(&format!("/metadata/{name}"))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    };
+    (field("namespace"), field("name").unwrap_or_default())
 }

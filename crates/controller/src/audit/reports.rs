@@ -8,11 +8,12 @@
 //! server-side applied, and sartor's reports of namespaces without findings
 //! any more are deleted, so a deleted object or mutator leaves no result.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use kube::Client;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
 use sartor_api::{ObjectReference, REPORT_NAME, REPORT_SOURCE, Report, ReportResult};
+use sartor_engine::MutatorId;
 
 use super::{Audited, Outcome};
 
@@ -27,10 +28,32 @@ const FIELD_MANAGER: &str = "sartor-audit";
 /// The label that finds sartor's reports again.
 const MANAGED: &str = "app.kubernetes.io/managed-by=sartor";
 
-/// The results of one scan, by namespace (`None`: cluster-scoped objects).
+/// The audit's findings, by namespace (`None`: cluster-scoped objects) and
+/// object: kept from scan to scan and changed object by object as the
+/// watches report writes and deletions.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct Reports {
-    results: BTreeMap<Option<String>, Vec<ReportResult>>,
+    by_namespace: BTreeMap<Option<String>, BTreeMap<ObjectKey, Found>>,
+}
+
+/// An object within its namespace: its group, kind and name (the version
+/// it was read as does not make it another object).
+type ObjectKey = (String, String, String);
+
+/// One object's results, and the mutators that would change it.
+#[derive(Debug, Clone, PartialEq)]
+struct Found {
+    results: Vec<ReportResult>,
+    mutators: Vec<MutatorId>,
+}
+
+/// `name` of `resource` as [`Reports`] keys it.
+fn key(resource: &ApiResource, name: &str) -> ObjectKey {
+    (
+        resource.group.clone(),
+        resource.kind.clone(),
+        name.to_string(),
+    )
 }
 
 /// Why reports could not be written.
@@ -70,9 +93,14 @@ impl Reports {
                 resources: vec![reference.clone()],
                 source: REPORT_SOURCE.to_string(),
             };
-        let results = self.results.entry(object.namespace.clone()).or_default();
+        let mut results = Vec::new();
+        let mut mutators = Vec::new();
         match &audited.outcome {
-            Outcome::Changes { mutation, .. } => {
+            Outcome::Changes {
+                mutation,
+                mutators: audited_mutators,
+                ..
+            } => {
                 // Each mutator's paths, in the order the mutators ran.
                 let mut by_mutator: Vec<(String, Vec<String>)> = Vec::new();
                 for change in &mutation.changes {
@@ -90,6 +118,7 @@ impl Reports {
                     let message = format!("would set {paths} on the object's next write");
                     results.push(result(policy, "fail", message, Some(paths)));
                 }
+                mutators.clone_from(audited_mutators);
             }
             Outcome::Failed(reason) => results.push(result(
                 REPORT_SOURCE.to_string(),
@@ -98,13 +127,63 @@ impl Reports {
                 None,
             )),
         }
+        self.by_namespace
+            .entry(object.namespace.clone())
+            .or_default()
+            .insert(
+                key(&object.resource, &object.name),
+                Found { results, mutators },
+            );
     }
 
-    /// The reports, a namespace's results in the order found.
-    pub fn into_reports(self) -> Vec<Report> {
-        self.results
-            .into_iter()
-            .map(|(namespace, mut results)| {
+    /// Forgets what was found of the object `name` (of `resource`, in
+    /// `namespace`): it is gone, or nothing would change it any more.
+    pub fn remove(&mut self, resource: &ApiResource, namespace: Option<&str>, name: &str) {
+        let namespace = namespace.map(str::to_string);
+        if let Some(found) = self.by_namespace.get_mut(&namespace) {
+            found.remove(&key(resource, name));
+            if found.is_empty() {
+                self.by_namespace.remove(&namespace);
+            }
+        }
+    }
+
+    /// Puts `listed`, the findings of a fresh list of `resource`'s objects,
+    /// in place of what was found of that kind before.
+    pub fn replace_kind(&mut self, resource: &ApiResource, listed: Reports) {
+        for found in self.by_namespace.values_mut() {
+            found.retain(|(group, kind, _), _| *group != resource.group || *kind != resource.kind);
+        }
+        self.by_namespace.retain(|_, found| !found.is_empty());
+        for (namespace, found) in listed.by_namespace {
+            self.by_namespace
+                .entry(namespace)
+                .or_default()
+                .extend(found);
+        }
+    }
+
+    /// How many objects each mutator would change.
+    pub fn counts(&self) -> HashMap<MutatorId, u64> {
+        let mut counts: HashMap<MutatorId, u64> = HashMap::new();
+        for found in self.by_namespace.values().flat_map(BTreeMap::values) {
+            for id in &found.mutators {
+                *counts.entry(id.clone()).or_default() += 1;
+            }
+        }
+        counts
+    }
+
+    /// The reports: a namespace's results by the object's group, kind and
+    /// name, an object's in the order its mutators would change it.
+    pub fn to_reports(&self) -> Vec<Report> {
+        self.by_namespace
+            .iter()
+            .map(|(namespace, found)| {
+                let mut results: Vec<ReportResult> = found
+                    .values()
+                    .flat_map(|found| found.results.iter().cloned())
+                    .collect();
                 let all = results.len();
                 let errors = results.iter().filter(|r| r.result == "error").count();
                 results.truncate(MAX_RESULTS);
@@ -124,33 +203,67 @@ impl Reports {
     }
 }
 
-/// Writes a scan's reports in place of the last scan's.
+/// Writes the audit's reports in place of those it wrote before.
 pub struct ReportWriter {
     client: Client,
+    /// Each report as last written, by namespace (`None`: the
+    /// ClusterReport), so a report that did not change is not sent again.
+    written: HashMap<Option<String>, Report>,
+}
+
+/// How much of what is in the cluster a write makes sure of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Write {
+    /// Every report is applied, and sartor's reports of namespaces without
+    /// findings now are found by a list and deleted (after a full scan).
+    Full,
+    /// Only the reports changed since the last write are applied, and only
+    /// those it wrote of namespaces without findings now are deleted (after
+    /// the watches' events).
+    Changed,
 }
 
 impl ReportWriter {
     /// A writer through `client`.
     pub fn new(client: Client) -> ReportWriter {
-        ReportWriter { client }
+        ReportWriter {
+            client,
+            written: HashMap::new(),
+        }
     }
 
     /// Applies `reports` and deletes sartor's other reports (namespaces
-    /// without findings now, the ClusterReport when there are none). A
-    /// namespace being deleted gets no report (its objects go with it); a
-    /// report the API server refuses does not keep the others from being
-    /// written.
+    /// without findings now, the ClusterReport when there are none), all of
+    /// them or only what changed (`how`). A namespace being deleted gets no
+    /// report (its objects go with it); a report the API server refuses
+    /// does not keep the others from being written.
     ///
     /// # Errors
     /// The CRDs are not installed, or a write failed (the first refused);
-    /// the other reports are written.
-    pub async fn write(&self, reports: &[Report]) -> Result<(), ReportsError> {
+    /// the other reports are written, and the next write is a full one.
+    pub async fn write(&mut self, reports: &[Report], how: Write) -> Result<(), ReportsError> {
+        let written = self.apply(reports, how).await;
+        if written.is_err() {
+            self.written.clear();
+        }
+        written
+    }
+
+    async fn apply(&mut self, reports: &[Report], how: Write) -> Result<(), ReportsError> {
         let params = PatchParams::apply(FIELD_MANAGER).force();
         let mut refused = None;
+        let before = std::mem::take(&mut self.written);
         for report in reports {
-            let api = self.api(report.metadata.namespace.as_deref());
+            let namespace = report.metadata.namespace.clone();
+            if how == Write::Changed && before.get(&namespace) == Some(report) {
+                self.written.insert(namespace, report.clone());
+                continue;
+            }
+            let api = self.api(namespace.as_deref());
             match api.patch(REPORT_NAME, &params, &Patch::Apply(report)).await {
-                Ok(_) => {}
+                Ok(_) => {
+                    self.written.insert(namespace, report.clone());
+                }
                 Err(error) if namespace_terminating(&error) => {}
                 Err(error) => match written(error) {
                     ReportsError::NoCrds => return Err(ReportsError::NoCrds),
@@ -160,35 +273,47 @@ impl ReportWriter {
                 },
             }
         }
-        for (resource, cluster) in [(report_resource(), false), (cluster_resource(), true)] {
-            let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &resource);
-            let listed = api
-                .list(&ListParams::default().labels(MANAGED))
+        let kept = |namespace: &Option<String>, cluster: bool| {
+            reports.iter().any(|report| {
+                (report.kind == "ClusterReport") == cluster
+                    && report.metadata.namespace == *namespace
+            })
+        };
+        let stale: Vec<Option<String>> = match how {
+            Write::Changed => before
+                .into_keys()
+                .filter(|namespace| !kept(namespace, namespace.is_none()))
+                .collect(),
+            Write::Full => {
+                let mut stale = Vec::new();
+                for (resource, cluster) in [(report_resource(), false), (cluster_resource(), true)]
+                {
+                    let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &resource);
+                    let listed = api
+                        .list(&ListParams::default().labels(MANAGED))
+                        .await
+                        .map_err(written)?;
+                    stale.extend(
+                        listed
+                            .items
+                            .into_iter()
+                            .filter(|report| report.metadata.name.as_deref() == Some(REPORT_NAME))
+                            .map(|report| report.metadata.namespace)
+                            .filter(|namespace| !kept(namespace, cluster)),
+                    );
+                }
+                stale
+            }
+        };
+        for namespace in stale {
+            match self
+                .api(namespace.as_deref())
+                .delete(REPORT_NAME, &DeleteParams::default())
                 .await
-                .map_err(written)?;
-            for stale in listed.items {
-                let namespace = stale.metadata.namespace.clone();
-                let kept = reports.iter().any(|report| {
-                    (report.kind == "ClusterReport") == cluster
-                        && report.metadata.namespace == namespace
-                });
-                let name = stale.metadata.name.clone().unwrap_or_default();
-                if kept || name != REPORT_NAME {
-                    continue;
-                }
-                let api = match &namespace {
-                    Some(namespace) => Api::<DynamicObject>::namespaced_with(
-                        self.client.clone(),
-                        namespace,
-                        &resource,
-                    ),
-                    None => Api::all_with(self.client.clone(), &resource),
-                };
-                match api.delete(&name, &DeleteParams::default()).await {
-                    Ok(_) => {}
-                    Err(kube::Error::Api(status)) if status.code == 404 => {}
-                    Err(error) => return Err(ReportsError::Write(error)),
-                }
+            {
+                Ok(_) => {}
+                Err(kube::Error::Api(status)) if status.code == 404 => {}
+                Err(error) => return Err(ReportsError::Write(error)),
             }
         }
         match refused {
@@ -267,24 +392,32 @@ mod tests {
     }
 
     fn reports(objects: Vec<Value>) -> Value {
+        serde_json::to_value(found(objects).to_reports()).unwrap()
+    }
+
+    /// What the mutators would do to `objects`, all Pods.
+    fn found(objects: Vec<Value>) -> Reports {
+        let mut reports = Reports::default();
+        for audited in objects.into_iter().filter_map(audited) {
+            reports.add(&audited);
+        }
+        reports
+    }
+
+    /// What the mutators would do to the Pod `object`.
+    fn audited(object: Value) -> Option<Audited> {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("mutators.yaml");
         std::fs::write(&file, MUTATORS).unwrap();
         let system = compile(load_mutators(&[Input::Path(file)])).system;
-        let mut reports = Reports::default();
-        for object in objects {
-            if let Some(audited) = audit(
-                &system,
-                &HashMap::new(),
-                Operation::Update,
-                object,
-                &pods(),
-                false,
-            ) {
-                reports.add(&audited);
-            }
-        }
-        serde_json::to_value(reports.into_reports()).unwrap()
+        audit(
+            &system,
+            &HashMap::new(),
+            Operation::Update,
+            object,
+            &pods(),
+            false,
+        )
     }
 
     fn pod(namespace: &str, name: &str, labels: Value) -> Value {
@@ -336,9 +469,9 @@ mod tests {
                 report(
                     "shop",
                     vec![
+                        result("Assign/non-root", runs_as_non_root, "shop", "api"),
                         result("Assign/non-root", runs_as_non_root, "shop", "web"),
                         result("AssignMetadata/team", "metadata.labels.team", "shop", "web"),
-                        result("Assign/non-root", runs_as_non_root, "shop", "api"),
                     ]
                 ),
             ])
@@ -361,6 +494,88 @@ mod tests {
         assert_eq!(
             report["metadata"]["labels"]["sartor.dev/results-left-out"],
             json!("2")
+        );
+    }
+
+    /// The policies of each namespace's results, with the object's name.
+    fn policies(reports: &Reports) -> Vec<(Option<String>, Vec<String>)> {
+        reports
+            .to_reports()
+            .into_iter()
+            .map(|report| {
+                let results = report
+                    .results
+                    .iter()
+                    .map(|result| format!("{} {}", result.resources[0].name, result.policy))
+                    .collect();
+                (report.metadata.namespace, results)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn an_object_is_replaced_removed_and_its_kind_relisted() {
+        let mut reports = found(vec![
+            pod("shop", "web", json!({})),
+            pod("bank", "vault", json!({})),
+        ]);
+        let counts = |reports: &Reports| {
+            let mut counts: Vec<(String, u64)> = reports
+                .counts()
+                .into_iter()
+                .map(|(id, count)| (id.to_string(), count))
+                .collect();
+            counts.sort();
+            counts
+        };
+        assert_eq!(
+            counts(&reports),
+            [
+                ("Assign non-root".to_string(), 2),
+                ("AssignMetadata team".to_string(), 2)
+            ]
+        );
+        // web written with its label: found again, one result fewer.
+        let web = audited(pod("shop", "web", json!({"team": "shop"})));
+        reports.remove(&pods(), Some("shop"), "web");
+        reports.add(&web.unwrap());
+        assert_eq!(
+            policies(&reports),
+            [
+                (
+                    Some("bank".to_string()),
+                    vec![
+                        "vault Assign/non-root".to_string(),
+                        "vault AssignMetadata/team".to_string()
+                    ]
+                ),
+                (
+                    Some("shop".to_string()),
+                    vec!["web Assign/non-root".to_string()]
+                ),
+            ]
+        );
+        // vault deleted: bank has no report.
+        reports.remove(&pods(), Some("bank"), "vault");
+        assert_eq!(
+            policies(&reports),
+            [(
+                Some("shop".to_string()),
+                vec!["web Assign/non-root".to_string()]
+            )]
+        );
+        assert_eq!(counts(&reports), [("Assign non-root".to_string(), 1)]);
+        // Pods relisted: what the list found replaces every Pod's findings.
+        reports.replace_kind(
+            &pods(),
+            found(vec![pod("bank", "ledger", json!({"team": "bank"}))]),
+        );
+        assert_eq!(
+            policies(&reports),
+            [(
+                Some("bank".to_string()),
+                vec!["ledger Assign/non-root".to_string()]
+            )]
         );
     }
 }
