@@ -496,6 +496,7 @@ mod tests {
             .collect(),
             changed: 2,
             failed: 1,
+            forbidden: Vec::new(),
         };
         assert_eq!(
             summary_line(&summary),

@@ -155,6 +155,9 @@ pub struct Summary {
     pub changed: usize,
     /// Objects they could not mutate.
     pub failed: usize,
+    /// The kinds left out because RBAC does not let sartor list them, as the
+    /// API server refused (only when the scan goes on past them).
+    pub forbidden: Vec<String>,
 }
 
 impl Summary {
@@ -263,9 +266,26 @@ pub async fn scan(
     found: impl FnMut(Audited),
     paged: impl FnMut(&str, usize),
 ) -> Result<Summary, AuditError> {
-    let (summary, _) =
-        scan_listing(client, system, namespace, excluded, operation, found, paged).await?;
+    let of = ScanOf {
+        system,
+        namespace,
+        excluded,
+        operation,
+        forbidden: Forbidden::Stops,
+    };
+    let (summary, _) = scan_listing(client, &of, found, paged).await?;
     Ok(summary)
+}
+
+/// What a scan does with a kind RBAC does not let it list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Forbidden {
+    /// The scan stops with the API server's refusal (`sartor audit`: the
+    /// user asked for every kind).
+    Stops,
+    /// The kind is left out, said in the summary, and the others scanned
+    /// (the in-cluster audit: the other kinds' reports stay current).
+    LeftOut,
 }
 
 /// What a scan listed, for the watches that follow it: the resources, and
@@ -275,16 +295,30 @@ pub(crate) struct Listing {
     pub(crate) namespaces: HashMap<String, Value>,
 }
 
+/// What a scan runs through which mutators, and what it leaves out.
+pub(crate) struct ScanOf<'a> {
+    pub(crate) system: &'a System,
+    /// Only this namespace's objects, when given.
+    pub(crate) namespace: Option<&'a str>,
+    pub(crate) excluded: &'a Excluded,
+    pub(crate) operation: Operation,
+    pub(crate) forbidden: Forbidden,
+}
+
 /// [`scan`], handing back what it listed too.
 pub(crate) async fn scan_listing(
     client: &Client,
-    system: &System,
-    namespace: Option<&str>,
-    excluded: &Excluded,
-    operation: Operation,
+    of: &ScanOf<'_>,
     mut found: impl FnMut(Audited),
     mut paged: impl FnMut(&str, usize),
 ) -> Result<(Summary, Listing), AuditError> {
+    let ScanOf {
+        system,
+        namespace,
+        excluded,
+        operation,
+        forbidden,
+    } = *of;
     let discovery = Discovery::new(client.clone())
         .run_aggregated()
         .await
@@ -346,12 +380,25 @@ pub(crate) async fn scan_listing(
             }
             paged(&label, scanned);
         };
-        list_kind(page, each)
-            .await
-            .map_err(|error| AuditError::List {
-                resource: listed_name(&resource, namespace),
-                error,
-            })?;
+        match list_kind(page, each).await {
+            Ok(()) => {}
+            Err(kube::Error::Api(status))
+                if status.code == 403 && forbidden == Forbidden::LeftOut =>
+            {
+                let refused = AuditError::List {
+                    resource: listed_name(&resource, namespace),
+                    error: kube::Error::Api(status),
+                };
+                summary.forbidden.push(refused.to_string());
+                continue;
+            }
+            Err(error) => {
+                return Err(AuditError::List {
+                    resource: listed_name(&resource, namespace),
+                    error,
+                });
+            }
+        }
         summary.kinds.insert(label, listed);
         listing.resources.push(resource);
     }

@@ -609,8 +609,66 @@ fn reports_follow_the_cluster(suite: &mut Suite, sartor: &Sartor) -> Result<(), 
     });
     suite.plane.start_apiserver()?;
     same("/readyz while the API server is down", down?, 200)?;
-    after_the_restart(suite, sartor)
+    after_the_restart(suite, sartor)?;
+    a_forbidden_kind_is_left_out(suite, sartor)
 }
+
+/// An Assign of Secrets, which the audit's role (narrowed to ConfigMaps
+/// and Namespaces) may not list: /readyz says so, and the ConfigMaps'
+/// report is kept current all the same.
+fn a_forbidden_kind_is_left_out(suite: &Suite, sartor: &Sartor) -> Result<(), String> {
+    let plane = &suite.plane;
+    plane.kubectl(&[
+        "patch",
+        "clusterrole",
+        "sartor-audit",
+        "--type=json",
+        "-p",
+        r#"[{"op":"replace","path":"/rules/0","value":{"apiGroups":[""],"resources":["configmaps","namespaces"],"verbs":["list","watch"]}}]"#,
+    ])?;
+    plane.kubectl_with_input(
+        &["apply", "-f", "-"],
+        Some(&format!("{REPORT_ME}---\n{REPORT_SECRETS}")),
+    )?;
+    let old = plane.kubectl(&[
+        "get",
+        "configmap",
+        "old",
+        "-n",
+        "reported",
+        "-o",
+        "jsonpath={.metadata.uid}",
+    ])?;
+    let refused = "listing secrets/v1: secrets is forbidden: User \
+                   \"system:serviceaccount:sartor-system:sartor\" cannot list resource \
+                   \"secrets\" in API group \"\" at the cluster scope (Forbidden): the user \
+                   needs the `list` verb on it (RBAC)";
+    let result = eventually("the forbidden kind said", Duration::from_secs(20), || {
+        let (code, body) = crate::http_get(sartor.metrics, "/readyz")?;
+        let said = code == 200
+            && body.starts_with("ok; audit: listing ")
+            && body.contains(refused)
+            && body.ends_with("; objects of these kinds are not audited\n");
+        if !said {
+            return Err(format!("/readyz: {code} {body:?}"));
+        }
+        same(
+            "the Report of reported",
+            stored_report(suite)?,
+            Some(reported(vec![report_me_result("old", &old)])),
+        )
+    });
+    plane.kubectl(&[
+        "delete",
+        "assign.mutations.sartor.dev",
+        "report-me",
+        "report-secrets",
+    ])?;
+    result
+}
+
+/// An Assign of every Secret in `reported`.
+const REPORT_SECRETS: &str = "apiVersion: mutations.sartor.dev/v1\nkind: Assign\nmetadata:\n  name: report-secrets\nspec:\n  applyTo:\n  - {groups: [''], versions: [v1], kinds: [Secret]}\n  match:\n    namespaces: [reported]\n  location: data.reported\n  parameters:\n    assign:\n      value: eWVz\n";
 
 /// Up to the findings of both ConfigMaps.
 fn restartable_reports(suite: &Suite, sartor: &Sartor) -> Result<(), String> {

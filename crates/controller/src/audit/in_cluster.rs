@@ -28,7 +28,10 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
-use super::{Excluded, PAGE, ReportWriter, Reports, Write, audit, kind_label, scan_listing};
+use super::{
+    Excluded, Forbidden, PAGE, ReportWriter, Reports, ScanOf, Write, audit, kind_label,
+    scan_listing,
+};
 use crate::feed::Feed;
 use crate::status::resource;
 use crate::watch::to_value;
@@ -128,6 +131,8 @@ struct Findings {
 struct Problems {
     /// The last scan's or write's.
     work: Option<String>,
+    /// The kinds the last scan could not list (RBAC).
+    forbidden: Option<String>,
     /// Each failing watch's, by kind.
     watches: BTreeMap<String, String>,
     /// What `/readyz` says now.
@@ -170,8 +175,14 @@ impl InClusterAudit {
             {
                 next_scan = Instant::now() + self.interval;
                 match self.scan(&snapshot).await {
-                    Ok((reports, listing)) => {
+                    Ok((reports, listing, forbidden)) => {
                         problems.work = None;
+                        problems.forbidden = (!forbidden.is_empty()).then(|| {
+                            format!(
+                                "{}; objects of these kinds are not audited",
+                                forbidden.join("; ")
+                            )
+                        });
                         if watches.as_ref().map(|w| &w.resources) != Some(&listing.resources) {
                             generation += 1;
                             problems.watches.clear();
@@ -245,19 +256,24 @@ impl InClusterAudit {
         }
     }
 
-    /// A full scan of `snapshot`'s kinds: the findings, and what was listed.
+    /// A full scan of `snapshot`'s kinds: the findings, what was listed, and
+    /// the kinds RBAC left out (the API server's refusals).
     async fn scan(
         &self,
         snapshot: &Snapshot,
-    ) -> Result<(Reports, super::Listing), super::AuditError> {
+    ) -> Result<(Reports, super::Listing, Vec<String>), super::AuditError> {
         let started = std::time::Instant::now();
         let mut reports = Reports::default();
+        let of = ScanOf {
+            system: &snapshot.system,
+            namespace: None,
+            excluded: &self.excluded,
+            operation: Operation::Update,
+            forbidden: Forbidden::LeftOut,
+        };
         let (summary, listing) = scan_listing(
             &self.client,
-            &snapshot.system,
-            None,
-            &self.excluded,
-            Operation::Update,
+            &of,
             |audited| reports.add(&audited),
             |_, _| {},
         )
@@ -268,7 +284,7 @@ impl InClusterAudit {
             summary.failed,
             started.elapsed().as_secs_f64(),
         );
-        Ok((reports, listing))
+        Ok((reports, listing, summary.forbidden))
     }
 
     /// Puts one watch event into `found`: whether the findings changed. A
@@ -463,11 +479,13 @@ impl InClusterAudit {
     }
 
     /// Says the first problem on `/readyz` (the scan's or write's, else a
-    /// watch's), and logs it when it is not the one said before.
+    /// kind it may not list, else a watch's), and logs it when it is not the
+    /// one said before.
     fn say(&self, problems: &mut Problems) {
         let now = problems
             .work
             .clone()
+            .or_else(|| problems.forbidden.clone())
             .or_else(|| problems.watches.values().next().cloned());
         if now == problems.said {
             return;
