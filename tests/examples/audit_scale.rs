@@ -9,6 +9,11 @@
 //! SARTOR_BIN=target/release/sartor cargo run --release -p sartor-tests --example audit_scale -- 10000 1000
 //! ```
 //!
+//! `AUDIT_SCALE_ROUNDS=N` scans N times over the same objects;
+//! `AUDIT_SCALE_VS=path/to/another/sartor` scans with that binary after
+//! each round's scan and prints the ratio of their CPU times (median and
+//! range over the rounds): two builds compared in one run.
+//!
 //! A benchmark, not a test: it prints what it measured and exits 0 when the
 //! scan ran. Needs the control plane (`tests/k8s/provision`) and
 //! `/usr/bin/time` (Debian: the `time` package).
@@ -115,9 +120,55 @@ fn run(pods: usize, deployments: usize) -> Result<String, String> {
     }
     let created = started.elapsed();
 
+    let mut report = String::new();
+    let _ = writeln!(
+        report,
+        "{pods} Pods and {deployments} Deployments created in {:.1} s",
+        created.as_secs_f64()
+    );
     let sartor = sartor_tests::binary::sartor()?;
+    let versus = std::env::var_os("AUDIT_SCALE_VS").map(std::path::PathBuf::from);
+    let rounds: usize = std::env::var("AUDIT_SCALE_ROUNDS")
+        .ok()
+        .and_then(|rounds| rounds.parse().ok())
+        .unwrap_or(1);
+    let mut ratios = Vec::new();
+    for round in 1..=rounds {
+        let scan = scan_once(&plane, &sartor)?;
+        let _ = writeln!(report, "round {round}: {}", scan.line);
+        if let Some(versus) = &versus {
+            let other = scan_once(&plane, versus)?;
+            let _ = writeln!(report, "round {round}, AUDIT_SCALE_VS: {}", other.line);
+            ratios.push(other.cpu / scan.cpu.max(f64::EPSILON));
+        }
+    }
+    if !ratios.is_empty() {
+        ratios.sort_by(f64::total_cmp);
+        let median = ratios.get(ratios.len() / 2).copied().unwrap_or(0.0);
+        let _ = writeln!(
+            report,
+            "CPU, AUDIT_SCALE_VS / SARTOR_BIN: median {median:.2}x of {} rounds ({:.2}-{:.2})",
+            ratios.len(),
+            ratios.first().copied().unwrap_or(0.0),
+            ratios.last().copied().unwrap_or(0.0),
+        );
+    }
+    Ok(report)
+}
+
+/// One scan's figures.
+struct Scan {
+    /// sartor's CPU time (user and system), in seconds.
+    cpu: f64,
+    /// What was scanned and what it cost, as the report says it.
+    line: String,
+}
+
+/// One `sartor audit -o json` of the examples' mutators with the binary
+/// `sartor`, timed.
+fn scan_once(plane: &ControlPlane, sartor: &std::path::Path) -> Result<Scan, String> {
     let mutators = sartor_tests::workspace_root().join("examples/mutators");
-    let before = requests(&plane)?;
+    let before = requests(plane)?;
     let started = Instant::now();
     let output = Command::new("/usr/bin/time")
         .arg("-v")
@@ -130,7 +181,7 @@ fn run(pods: usize, deployments: usize) -> Result<String, String> {
         .map_err(|e| format!("/usr/bin/time: {e}"))?;
     let wall = started.elapsed();
     // The /metrics read itself is one more request.
-    let made = requests(&plane)? - before - 1.0;
+    let made = requests(plane)? - before - 1.0;
     let stderr = String::from_utf8_lossy(&output.stderr);
     if !output.status.success() {
         return Err(format!("sartor audit: {}\n{stderr}", output.status));
@@ -144,12 +195,6 @@ fn run(pods: usize, deployments: usize) -> Result<String, String> {
     };
     let cpu = seconds("User time (seconds)") + seconds("System time (seconds)");
     let rss = time_field(&stderr, "Maximum resident set size (kbytes)").unwrap_or("?");
-    let mut report = String::new();
-    let _ = writeln!(
-        report,
-        "{pods} Pods and {deployments} Deployments created in {:.1} s",
-        created.as_secs_f64()
-    );
     let count = |field: &str| -> usize {
         audit
             .get(field)
@@ -164,17 +209,13 @@ fn run(pods: usize, deployments: usize) -> Result<String, String> {
         .get("scanned")
         .and_then(serde_json::Value::as_u64)
         .unwrap_or(0);
-    let _ = writeln!(
-        report,
-        "sartor audit --mutators examples/mutators -o json: {scanned} objects of {kinds} kinds scanned, {} would change, {} cannot be mutated",
+    let line = format!(
+        "{scanned} objects of {kinds} kinds scanned, {} would change, {} cannot be mutated; \
+         wall {:.2} s, sartor CPU {cpu:.2} s ({:.0}% of wall), peak RSS {rss} KB, {made} API requests",
         count("changes"),
         count("errors"),
-    );
-    let _ = writeln!(
-        report,
-        "wall {:.2} s, sartor CPU {cpu:.2} s ({:.0}% of wall), peak RSS {rss} KB, {made} API requests",
         wall.as_secs_f64(),
         100.0 * cpu / wall.as_secs_f64().max(f64::EPSILON),
     );
-    Ok(report)
+    Ok(Scan { cpu, line })
 }
