@@ -134,7 +134,7 @@ fn run(pods: usize, deployments: usize) -> Result<String, String> {
         .unwrap_or(1);
     let mut ratios = Vec::new();
     for round in 1..=rounds {
-        let scan = scan_once(&plane, &sartor)?;
+        let scan = scan_once(&plane, sartor)?;
         let _ = writeln!(report, "round {round}: {}", scan.line);
         if let Some(versus) = &versus {
             let other = scan_once(&plane, versus)?;

@@ -118,6 +118,11 @@ pub const GROUP: &str = "mutations.sartor.dev";
 /// webhook skips namespaces that carry it (any value), and `sartor audit`
 /// leaves their objects out.
 pub const EXEMPTION_LABEL: &str = "admission.sartor.dev/ignore";
+/// The label by which an admin asks the in-cluster audit to repair a
+/// namespace's objects (value `true`): each object its scans and watches
+/// find the mutators would change is patched as `sartor audit --fix`
+/// patches it. Nothing is repaired anywhere else.
+pub const REPAIR_LABEL: &str = "audit.sartor.dev/repair";
 /// sartor's API version.
 pub const VERSION: &str = "v1";
 /// sartor's `apiVersion`.

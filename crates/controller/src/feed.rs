@@ -51,10 +51,10 @@ impl Feed {
         self.publisher.set_providers(providers)
     }
 
-    /// Records whether the in-cluster audit's reports are written: why not
-    /// in the state (`/readyz` says it), and in the gauge.
+    /// Records what keeps the in-cluster audit's reports from being current
+    /// (`/readyz` says it); the audit sets `sartor_audit_reports_written`
+    /// itself.
     pub fn set_audit_problem(&self, problem: Option<String>) {
-        self.metrics.set_audit_reports_written(problem.is_none());
         self.publisher.set_audit_problem(problem);
     }
 

@@ -12,6 +12,7 @@
 //! | `sartor_audit_scan_seconds` | gauge | the last in-cluster scan's duration |
 //! | `sartor_audit_reports_written` | gauge (1, 0) | whether the last scan's reports were written (0: no OpenReports CRDs, or a write failed) |
 //! | `sartor_audit_leader` | gauge (1, 0) | whether this replica holds the audit's Lease (writes the reports) |
+//! | `sartor_audit_repairs_total` | counter | `result` (`repaired`, `unchanged`, `gone`, `fix_owner`, `refused`, `failed`, `conflict`): the in-cluster audit's repairs in namespaces labelled `audit.sartor.dev/repair=true` |
 //!
 //! A gauge family is replaced series by series (new values set, then
 //! vanished series removed), never cleared and refilled: a scrape in between
@@ -139,6 +140,7 @@ pub struct Metrics {
     audit_seconds: Gauge<f64, AtomicU64>,
     audit_written: Gauge,
     audit_leader: Gauge,
+    audit_repairs: Family<ResultLabels, Counter>,
 }
 
 impl Metrics {
@@ -194,6 +196,12 @@ impl Metrics {
             "Whether this replica holds the audit's Lease and so writes the reports",
             audit_leader.clone(),
         );
+        let audit_repairs = Family::<ResultLabels, Counter>::default();
+        registry.register(
+            "audit_repairs",
+            "Repairs the in-cluster audit made in namespaces labelled audit.sartor.dev/repair=true, by result",
+            audit_repairs.clone(),
+        );
         Metrics {
             mutators,
             mutator_reloads,
@@ -204,6 +212,7 @@ impl Metrics {
             audit_seconds,
             audit_written,
             audit_leader,
+            audit_repairs,
         }
     }
 
@@ -251,6 +260,13 @@ impl Metrics {
     /// Sets whether the audit's reports were written.
     pub fn set_audit_reports_written(&self, written: bool) {
         self.audit_written.set(i64::from(written));
+    }
+
+    /// Counts one repair by the in-cluster audit, by its result.
+    pub fn count_audit_repair(&self, result: &'static str) {
+        self.audit_repairs
+            .get_or_create(&ResultLabels { result })
+            .inc();
     }
 
     /// Sets whether this replica leads the audit.

@@ -508,11 +508,17 @@ fn openreports_crds(suite: &Suite) -> Result<Vec<String>, String> {
 /// The Report `sartor-audit` of `reported`, as sartor wrote it (the fields
 /// the API server adds left out), or `None` when there is none.
 fn stored_report(suite: &Suite) -> Result<Option<serde_json::Value>, String> {
+    report_of(suite, "reported")
+}
+
+/// sartor's Report of `namespace` as stored, its metadata cut to what sartor
+/// writes.
+fn report_of(suite: &Suite, namespace: &str) -> Result<Option<serde_json::Value>, String> {
     let listed = crate::json(&suite.plane.kubectl(&[
         "get",
         "reports.openreports.io",
         "-n",
-        "reported",
+        namespace,
         "-o",
         "json",
     ])?)?;
@@ -610,8 +616,125 @@ fn reports_follow_the_cluster(suite: &mut Suite, sartor: &Sartor) -> Result<(), 
     suite.plane.start_apiserver()?;
     same("/readyz while the API server is down", down?, 200)?;
     after_the_restart(suite, sartor)?;
-    a_forbidden_kind_is_left_out(suite, sartor)
+    a_forbidden_kind_is_left_out(suite, sartor)?;
+    labelled_namespaces_are_repaired(suite, sartor)
 }
+
+/// Two namespaces' ConfigMaps stored before the Assign repair-me: the one in
+/// the namespace labelled `audit.sartor.dev/repair=true` is patched by the
+/// audit (and leaves the reports), the other only reported.
+fn labelled_namespaces_are_repaired(suite: &Suite, sartor: &Sartor) -> Result<(), String> {
+    let plane = &suite.plane;
+    plane.kubectl_with_input(&["apply", "-f", "-"], Some(REPAIR_OBJECTS))?;
+    plane.kubectl(&[
+        "create",
+        "clusterrole",
+        "sartor-audit-repair-configmaps",
+        "--verb=get,patch",
+        "--resource=configmaps",
+    ])?;
+    plane.kubectl(&[
+        "create",
+        "clusterrolebinding",
+        "sartor-audit-repair-configmaps",
+        "--clusterrole=sartor-audit-repair-configmaps",
+        "--serviceaccount=sartor-system:sartor",
+    ])?;
+    plane.kubectl_with_input(&["apply", "-f", "-"], Some(REPAIR_ME))?;
+    let data = |namespace: &str, name: &str| -> Result<serde_json::Value, String> {
+        let configmap = crate::json(&plane.kubectl(&[
+            "get",
+            "configmap",
+            name,
+            "-n",
+            namespace,
+            "-o",
+            "json",
+        ])?)?;
+        Ok(configmap["data"].clone())
+    };
+    let kept_uid = plane.kubectl(&[
+        "get",
+        "configmap",
+        "kept",
+        "-n",
+        "unrepaired",
+        "-o",
+        "jsonpath={.metadata.uid}",
+    ])?;
+    let repairs = |sartor: &Sartor| -> Result<Vec<String>, String> {
+        let (_, body) = crate::http_get(sartor.metrics, "/metrics")?;
+        Ok(body
+            .lines()
+            .filter(|l| l.starts_with("sartor_audit_repairs_total"))
+            .map(str::to_string)
+            .collect())
+    };
+    let result = eventually(
+        "the labelled namespace repaired",
+        Duration::from_secs(30),
+        || {
+            same(
+                "the repaired ConfigMap's data",
+                data("repaired", "stale")?,
+                json!({"a": "1", "repaired": "yes"}),
+            )?;
+            same(
+                "the other namespace's ConfigMap's data",
+                data("unrepaired", "kept")?,
+                json!({"a": "1"}),
+            )?;
+            same(
+                "the Report of repaired",
+                report_of(suite, "repaired")?,
+                None,
+            )?;
+            same(
+                "the Report of unrepaired",
+                report_of(suite, "unrepaired")?,
+                Some(
+                    json!({"apiVersion": "openreports.io/v1alpha1", "kind": "Report",
+                        "metadata": {"name": "sartor-audit", "namespace": "unrepaired",
+                                     "labels": {"app.kubernetes.io/managed-by": "sartor"}},
+                        "source": "sartor",
+                        "summary": {"pass": 0, "fail": 1, "warn": 0, "error": 0, "skip": 0},
+                        "results": [{"policy": "Assign/repair-me", "result": "fail",
+                                     "message": "would set data.repaired on the object's next write",
+                                     "properties": {"paths": "data.repaired"},
+                                     "resources": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "kept",
+                                                    "namespace": "unrepaired", "uid": kept_uid}],
+                                     "source": "sartor"}]}),
+                ),
+            )?;
+            same(
+                "the repairs counted",
+                repairs(sartor)?,
+                vec![r#"sartor_audit_repairs_total{result="repaired"} 1"#.to_string()],
+            )
+        },
+    );
+    let _ = plane.kubectl(&["delete", "assign.mutations.sartor.dev", "repair-me"]);
+    let _ = plane.kubectl(&[
+        "delete",
+        "clusterrolebinding,clusterrole",
+        "sartor-audit-repair-configmaps",
+    ]);
+    let _ = plane.kubectl(&[
+        "delete",
+        "namespace",
+        "repaired",
+        "unrepaired",
+        "--wait=false",
+    ]);
+    result
+}
+
+/// A ConfigMap in a namespace labelled for repair and one in a namespace
+/// that is not.
+const REPAIR_OBJECTS: &str = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: repaired\n  labels: {audit.sartor.dev/repair: 'true'}\n---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: unrepaired\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: stale\n  namespace: repaired\ndata:\n  a: '1'\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: kept\n  namespace: unrepaired\ndata:\n  a: '1'\n";
+
+/// An Assign of the ConfigMaps of both.
+const REPAIR_ME: &str = "apiVersion: mutations.sartor.dev/v1\nkind: Assign\nmetadata:\n  name: repair-me\nspec:\n  applyTo:\n  - {groups: [''], versions: [v1], kinds: [ConfigMap]}\n  match:\n    namespaces: [repaired, unrepaired]\n  location: data.repaired\n  parameters:\n    assign:\n      value: 'yes'\n";
 
 /// An Assign of Secrets, which the audit's role (narrowed to ConfigMaps
 /// and Namespaces) may not list: /readyz says so, and the ConfigMaps'

@@ -20,7 +20,7 @@ use futures::StreamExt as _;
 use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
 use kube::runtime::{WatchStreamExt as _, watcher};
-use sartor_api::API_VERSION;
+use sartor_api::{API_VERSION, REPAIR_LABEL};
 use sartor_engine::{MutatorId, Operation, System};
 use sartor_state::Snapshot;
 use serde_json::{Value, json};
@@ -29,8 +29,8 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 use super::{
-    Excluded, Forbidden, PAGE, ReportWriter, Reports, ScanOf, Write, audit, kind_label,
-    scan_listing,
+    Audited, Excluded, Forbidden, Outcome, PAGE, Repaired, Repairer, ReportWriter, Reports, ScanOf,
+    Stored, Write, audit, kind_label, scan_listing,
 };
 use crate::feed::Feed;
 use crate::status::resource;
@@ -124,6 +124,49 @@ struct Findings {
     namespaces: HashMap<String, Value>,
     /// A relist in progress per kind (`Kind.group/version`), its findings so far.
     relisting: HashMap<String, Reports>,
+    /// Objects found to change in namespaces labelled for repair, to patch.
+    to_repair: BTreeMap<ObjectKey, Stored>,
+    /// Each object whose repair failed, with what was said of it (so a
+    /// lasting refusal is logged once).
+    not_repaired: HashMap<ObjectKey, String>,
+}
+
+/// An object: its namespace, group, kind and name.
+type ObjectKey = (Option<String>, String, String, String);
+
+/// `object`'s key.
+fn object_key(object: &Stored) -> ObjectKey {
+    (
+        object.namespace.clone(),
+        object.resource.group.clone(),
+        object.resource.kind.clone(),
+        object.name.clone(),
+    )
+}
+
+impl Findings {
+    /// Marks `audited`'s object for repair when it would change.
+    fn mark_changed(&mut self, audited: Audited) {
+        if let Outcome::Changes { .. } = audited.outcome {
+            self.mark_for_repair(audited.object);
+        }
+    }
+
+    /// Marks `object` (one the mutators would change) for repair when its
+    /// namespace is labelled [`REPAIR_LABEL`]`=true`.
+    fn mark_for_repair(&mut self, object: Stored) {
+        let labelled = object
+            .namespace
+            .as_ref()
+            .and_then(|namespace| self.namespaces.get(namespace))
+            .and_then(|namespace| namespace.pointer("/metadata/labels"))
+            .and_then(|labels| labels.get(REPAIR_LABEL))
+            .and_then(Value::as_str)
+            == Some("true");
+        if labelled {
+            self.to_repair.insert(object_key(&object), object);
+        }
+    }
 }
 
 /// What the audit says is wrong, on `/readyz` and in its log.
@@ -175,7 +218,7 @@ impl InClusterAudit {
             {
                 next_scan = Instant::now() + self.interval;
                 match self.scan(&snapshot).await {
-                    Ok((reports, listing, forbidden)) => {
+                    Ok((reports, listing, forbidden, changed)) => {
                         problems.work = None;
                         problems.forbidden = (!forbidden.is_empty()).then(|| {
                             format!(
@@ -193,12 +236,21 @@ impl InClusterAudit {
                                 &sender,
                             ));
                         }
-                        let found = Findings {
+                        let not_repaired = findings
+                            .take()
+                            .map(|found| found.not_repaired)
+                            .unwrap_or_default();
+                        let mut found = Findings {
                             snapshot,
                             reports,
                             namespaces: listing.namespaces,
                             relisting: HashMap::new(),
+                            to_repair: BTreeMap::new(),
+                            not_repaired,
                         };
+                        for object in changed {
+                            found.mark_for_repair(object);
+                        }
                         due = self
                             .write(
                                 &mut writer,
@@ -208,6 +260,7 @@ impl InClusterAudit {
                                 &mut problems,
                             )
                             .await;
+                        self.repair(&mut found).await;
                         findings = Some(found);
                     }
                     // The reports stay as the last scan left them, and
@@ -247,23 +300,26 @@ impl InClusterAudit {
                 () = tokio::time::sleep_until(write_at.unwrap_or_else(Instant::now)), if write_at.is_some() => {
                     let how = due.map_or(Write::Changed, |(_, how)| how);
                     due = None;
-                    if let Some(found) = &findings {
+                    if let Some(found) = &mut findings {
                         due = self.write(&mut writer, found, how, &mut written, &mut problems).await;
                         self.say(&mut problems);
+                        self.repair(found).await;
                     }
                 },
             }
         }
     }
 
-    /// A full scan of `snapshot`'s kinds: the findings, what was listed, and
-    /// the kinds RBAC left out (the API server's refusals).
+    /// A full scan of `snapshot`'s kinds: the findings, what was listed, the
+    /// kinds RBAC left out (the API server's refusals), and the objects that
+    /// would change.
     async fn scan(
         &self,
         snapshot: &Snapshot,
-    ) -> Result<(Reports, super::Listing, Vec<String>), super::AuditError> {
+    ) -> Result<(Reports, super::Listing, Vec<String>, Vec<Stored>), super::AuditError> {
         let started = std::time::Instant::now();
         let mut reports = Reports::default();
+        let mut changed = Vec::new();
         let of = ScanOf {
             system: &snapshot.system,
             namespace: None,
@@ -271,20 +327,20 @@ impl InClusterAudit {
             operation: Operation::Update,
             forbidden: Forbidden::LeftOut,
         };
-        let (summary, listing) = scan_listing(
-            &self.client,
-            &of,
-            |audited| reports.add(&audited),
-            |_, _| {},
-        )
-        .await?;
+        let found = |audited: Audited| {
+            reports.add(&audited);
+            if let Outcome::Changes { .. } = audited.outcome {
+                changed.push(audited.object);
+            }
+        };
+        let (summary, listing) = scan_listing(&self.client, &of, found, |_, _| {}).await?;
         self.feed.metrics().set_audit_scan(
             summary.scanned(),
             summary.changed,
             summary.failed,
             started.elapsed().as_secs_f64(),
         );
-        Ok((reports, listing, summary.forbidden))
+        Ok((reports, listing, summary.forbidden, changed))
     }
 
     /// Puts one watch event into `found`: whether the findings changed. A
@@ -328,6 +384,9 @@ impl InClusterAudit {
                     if let (Some(audited), Some(relisted)) =
                         (audited, found.relisting.get_mut(&kind))
                     {
+                        // Not marked for repair: the full scan before marked
+                        // what it found, and a relist's objects can be older
+                        // than a repair made since.
                         relisted.add(&audited);
                     }
                 }
@@ -354,11 +413,18 @@ impl InClusterAudit {
                     self.audit(&found.snapshot.system, &found.namespaces, value, resource)
                 {
                     found.reports.add(&audited);
+                    found.mark_changed(audited);
                 }
                 true
             }
             watcher::Event::Delete(object) => {
                 let (namespace, name) = (object.metadata.namespace, object.metadata.name);
+                found.to_repair.remove(&(
+                    namespace.clone(),
+                    resource.group.clone(),
+                    resource.kind.clone(),
+                    name.clone().unwrap_or_default(),
+                ));
                 found.reports.remove(
                     resource,
                     namespace.as_deref(),
@@ -407,6 +473,56 @@ impl InClusterAudit {
             resource,
             false,
         )
+    }
+
+    /// Repairs the objects marked for repair, one after the other, as
+    /// `sartor audit --fix` repairs them; each repaired one comes back as a
+    /// watch event and leaves the reports. A failure is logged once while it
+    /// lasts, and counted.
+    async fn repair(&self, found: &mut Findings) {
+        if found.to_repair.is_empty() {
+            return;
+        }
+        let objects = std::mem::take(&mut found.to_repair);
+        let repairer = Repairer::with_namespaces(
+            &self.client,
+            &found.snapshot.system,
+            Operation::Update,
+            found.namespaces.clone(),
+        );
+        for (key, object) in objects {
+            let repaired = repairer.repair(&object).await;
+            let name = format!(
+                "{} {}",
+                kind_label(&object.resource),
+                match &object.namespace {
+                    Some(namespace) => format!("{namespace}/{}", object.name),
+                    None => object.name.clone(),
+                }
+            );
+            self.feed
+                .metrics()
+                .count_audit_repair(repair_result(&repaired));
+            if repaired.is_done() {
+                found.not_repaired.remove(&key);
+                if let Repaired::Patched { paths } = &repaired {
+                    tracing::info!(object = %name, paths = %paths.join(", "), "audit repaired a stored object");
+                }
+                continue;
+            }
+            let said = repaired.to_string();
+            if found.not_repaired.get(&key) != Some(&said) {
+                match repaired {
+                    Repaired::FixOwner { .. } => {
+                        tracing::info!(object = %name, outcome = %said, "audit did not repair a stored object");
+                    }
+                    _ => {
+                        tracing::warn!(object = %name, outcome = %said, "audit could not repair a stored object")
+                    }
+                }
+                found.not_repaired.insert(key, said);
+            }
+        }
     }
 
     /// Writes the findings' reports (all, or only what changed) and the
@@ -487,6 +603,9 @@ impl InClusterAudit {
             .clone()
             .or_else(|| problems.forbidden.clone())
             .or_else(|| problems.watches.values().next().cloned());
+        self.feed
+            .metrics()
+            .set_audit_reports_written(problems.work.is_none());
         if now == problems.said {
             return;
         }
@@ -510,4 +629,17 @@ fn namespace_and_name(object: &Value) -> (Option<String>, String) {
             .map(str::to_string)
     };
     (field("namespace"), field("name").unwrap_or_default())
+}
+
+/// The `result` label of a repair's outcome.
+fn repair_result(repaired: &Repaired) -> &'static str {
+    match repaired {
+        Repaired::Patched { .. } => "repaired",
+        Repaired::Unchanged => "unchanged",
+        Repaired::Gone => "gone",
+        Repaired::FixOwner { .. } => "fix_owner",
+        Repaired::Refused(_) => "refused",
+        Repaired::Failed(_) => "failed",
+        Repaired::Conflict => "conflict",
+    }
 }

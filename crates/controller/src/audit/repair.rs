@@ -131,6 +131,22 @@ impl<'a> Repairer<'a> {
         })
     }
 
+    /// A repairer that mutates with `namespaces` (the Namespace objects by
+    /// name, as the in-cluster audit keeps them) instead of listing them.
+    pub(crate) fn with_namespaces(
+        client: &'a Client,
+        system: &'a System,
+        operation: Operation,
+        namespaces: HashMap<String, Value>,
+    ) -> Repairer<'a> {
+        Repairer {
+            client,
+            system,
+            namespaces,
+            operation,
+        }
+    }
+
     /// Repairs `object`: [`Repairer::plan`], then [`Repairer::apply`].
     pub async fn repair(&self, object: &Stored) -> Repaired {
         match self.plan(object).await {
