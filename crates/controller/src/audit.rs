@@ -290,8 +290,9 @@ pub(crate) enum Forbidden {
     LeftOut,
 }
 
-/// What a scan listed, for the watches that follow it: the resources, and
-/// the Namespace objects by name.
+/// What a scan listed, for the watches that follow it: the resources that
+/// can be watched (`componentstatuses` can be listed only), and the
+/// Namespace objects by name.
 pub(crate) struct Listing {
     pub(crate) resources: Vec<ApiResource>,
     pub(crate) namespaces: HashMap<String, Value>,
@@ -334,7 +335,7 @@ pub(crate) async fn scan_listing(
     let resources = listed_resources(&discovery, &targets);
     // Namespaces are listed when a mutator reads them or for the exemption
     // label of the namespaces whose objects are listed.
-    let needs_namespaces = resources.iter().any(|(resource, scope)| {
+    let needs_namespaces = resources.iter().any(|(resource, scope, _)| {
         let gvk = Gvk::new(&resource.group, &resource.version, &resource.kind);
         *scope == Scope::Namespaced || system.needs_namespace(&gvk, operation)
     });
@@ -352,7 +353,7 @@ pub(crate) async fn scan_listing(
     };
     // One response body's bytes, its room kept from page to page.
     let mut body = Vec::new();
-    for (resource, scope) in resources {
+    for (resource, scope, watchable) in resources {
         let listed_in = match (scope, namespace) {
             (Scope::Cluster, Some(_)) => continue,
             (Scope::Namespaced, Some(namespace)) => Some(namespace),
@@ -405,7 +406,9 @@ pub(crate) async fn scan_listing(
             }
         }
         summary.kinds.insert(label, listed);
-        listing.resources.push(resource);
+        if watchable {
+            listing.resources.push(resource);
+        }
     }
     listing.namespaces = namespaces;
     Ok((summary, listing))
@@ -495,7 +498,10 @@ async fn list_kind(
 
 /// The served resources `targets` name that can be listed, one version a
 /// kind (the group's preferred one first), sorted by group, kind, version.
-fn listed_resources(discovery: &Discovery, targets: &[KindPattern]) -> Vec<(ApiResource, Scope)> {
+fn listed_resources(
+    discovery: &Discovery,
+    targets: &[KindPattern],
+) -> Vec<(ApiResource, Scope, bool)> {
     let mut seen: BTreeSet<(String, String)> = BTreeSet::new();
     let mut resources = Vec::new();
     for group in discovery.groups() {
@@ -516,12 +522,13 @@ fn listed_resources(discovery: &Discovery, targets: &[KindPattern]) -> Vec<(ApiR
                     && capabilities.supports_operation(verbs::LIST)
                     && seen.insert((resource.group.clone(), resource.kind.clone()))
                 {
-                    resources.push((resource, capabilities.scope));
+                    let watchable = capabilities.supports_operation(verbs::WATCH);
+                    resources.push((resource, capabilities.scope, watchable));
                 }
             }
         }
     }
-    resources.sort_by(|(a, _), (b, _)| {
+    resources.sort_by(|(a, _, _), (b, _, _)| {
         (&a.group, &a.kind, &a.version).cmp(&(&b.group, &b.kind, &b.version))
     });
     resources

@@ -356,7 +356,11 @@ impl InClusterAudit {
         let kind = kind_label(resource);
         let event = match event.event {
             Ok(event) => {
-                problems.watches.remove(&kind);
+                // A list done or an event seen: the watch works again (a
+                // list alone can succeed where the watch after it fails).
+                if !matches!(event, watcher::Event::Init | watcher::Event::InitApply(_)) {
+                    problems.watches.remove(&kind);
+                }
                 event
             }
             Err(error) => {
