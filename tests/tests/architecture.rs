@@ -77,7 +77,7 @@ fn reachable(name: &str) -> BTreeSet<String> {
 
 /// The sartor crates each product crate may depend on: location <- api <-
 /// engine <- state <- webhook, controller <- offline <- sartor (the binary).
-const ALLOWED: [(&str, &[&str]); 8] = [
+const ALLOWED: [(&str, &[&str]); 9] = [
     ("sartor-location", &[]),
     ("sartor-api", &["sartor-location"]),
     ("sartor-engine", &["sartor-api", "sartor-location"]),
@@ -96,8 +96,17 @@ const ALLOWED: [(&str, &[&str]); 8] = [
         &["sartor-api", "sartor-engine", "sartor-state"],
     ),
     (
+        "sartor-export",
+        &["sartor-api", "sartor-engine", "sartor-location"],
+    ),
+    (
         "sartor-offline",
-        &["sartor-api", "sartor-engine", "sartor-webhook"],
+        &[
+            "sartor-api",
+            "sartor-engine",
+            "sartor-export",
+            "sartor-webhook",
+        ],
     ),
     (
         "sartor",
@@ -105,6 +114,7 @@ const ALLOWED: [(&str, &[&str]); 8] = [
             "sartor-api",
             "sartor-controller",
             "sartor-engine",
+            "sartor-export",
             "sartor-offline",
             "sartor-state",
             "sartor-webhook",
@@ -146,6 +156,7 @@ fn only_the_controller_and_the_binary_link_the_cluster_client() {
         "sartor-engine",
         "sartor-state",
         "sartor-webhook",
+        "sartor-export",
         "sartor-offline",
     ] {
         let reached = reachable(name);

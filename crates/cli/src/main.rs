@@ -36,6 +36,10 @@ enum Command {
     Serve(Box<serve::ServeArgs>),
     Audit(audit::AuditArgs),
     Crds(crds::CrdsArgs),
+    /// Writes the mutators as other admission objects: `export map`, a
+    /// MutatingAdmissionPolicy and its binding, for clusters with no webhook.
+    #[command(subcommand)]
+    Export(sartor_offline::export::ExportCommand),
 }
 
 /// mimalloc: fewer instructions per allocation than glibc's malloc on the
@@ -53,6 +57,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => serve::run(&args),
         Command::Audit(args) => audit::run(&args),
         Command::Crds(args) => crds::run(&args),
+        Command::Export(command) => sartor_offline::export::run(&command),
     };
     match outcome {
         Ok(Exit::Ok) => ExitCode::SUCCESS,

@@ -32,6 +32,7 @@
 //! # Ok::<(), anyhow::Error>(())
 //! ```
 
+pub mod export;
 mod external;
 pub mod lint;
 mod load;

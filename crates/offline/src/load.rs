@@ -4,8 +4,8 @@ use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 use sartor_api::{
-    Document, Input, LoadError, Loaded, LoadedProvider, LoadedTemplate, Origin, Problem, api_group,
-    is_expansion_template_document, is_mutator_document, is_provider_document,
+    Document, Input, LoadError, Loaded, LoadedProvider, LoadedTemplate, MutatorObject, Origin,
+    Problem, api_group, is_expansion_template_document, is_mutator_document, is_provider_document,
     mutators_from_documents, parse_mutator, read_documents, read_documents_with_stdin,
     template_from_document, visit_documents,
 };
@@ -266,6 +266,8 @@ pub struct Repository {
     pub findings: Vec<Finding>,
     /// Where each mutator of the system was read.
     pub origins: HashMap<MutatorId, Origin>,
+    /// Each mutator's object as read, by id (what `sartor export` translates).
+    pub specs: HashMap<MutatorId, MutatorObject>,
     /// How many mutator documents were found among the inputs.
     pub found: usize,
     /// The expansion templates found (in `--mutators` or the inputs) that
@@ -426,14 +428,23 @@ pub fn repository_with(
             Err(error) => errors.push(error),
         }
     }
-    let (system, mut findings, origins, providers) =
-        compile(mutators_from_documents(&documents, errors));
+    let loaded = mutators_from_documents(&documents, errors);
+    let specs = loaded
+        .mutators
+        .iter()
+        .map(|m| {
+            let id = MutatorId::new(m.object.kind(), m.object.name());
+            (id, m.object.clone())
+        })
+        .collect();
+    let (system, mut findings, origins, providers) = compile(loaded);
     let mut repository = Repository {
         system,
         providers,
         gatekeeper,
         findings: Vec::new(),
         origins,
+        specs,
         found,
         templates,
         others,

@@ -30,6 +30,7 @@ mod admission;
 mod audit;
 mod compat;
 mod crds;
+mod export;
 mod external;
 mod install;
 mod lifecycle;
@@ -65,6 +66,7 @@ const TRIALS: &[Check<Suite>] = trials![
     crds::apply_to_the_real_api_server,
     crds::cel_rules_reject_invalid_mutators,
     crds::kubectl_explain_shows_the_docs,
+    export::exported_policies_store_what_sartor_mutate_predicts,
     install::kustomize_client_side_then_server_side,
     install::examples_apply_with_only_sartors_crds,
     admission::objects_are_stored_as_sartor_mutate_predicts,

@@ -1,0 +1,710 @@
+//! sartor's mutators as Kubernetes MutatingAdmissionPolicies
+//! (`admissionregistration.k8s.io/v1`, GA in 1.36): mutation inside
+//! kube-apiserver, with no webhook to run. The part of a set that can be
+//! written in CEL with exactly sartor's semantics is exported as one policy
+//! and its binding; every other mutator is refused with the reason.
+//!
+//! ```text
+//!  System (sartor's order) + each mutator's spec
+//!    ──each mutator──▶ exportable? (kind, constant value, location of fields,
+//!                      built-in kinds, no value conditions) ──no──▶ Refusal
+//!    ──▶ a guard (applyTo, match, pathTests as CEL) and a JSON patch (parents
+//!        created as the engine creates them)
+//!    ──▶ one pass must do: a mutator reading what a later one writes is refused
+//!    ──▶ MutatingAdmissionPolicy (mutations in sartor's order, the install's
+//!        exclusions, failurePolicy) + MutatingAdmissionPolicyBinding
+//! ```
+//!
+//! One policy, not one per mutator: mutations inside a policy run in order,
+//! each on the object the one before left, as sartor's do; policies have no
+//! order between them.
+
+mod cel;
+mod resources;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt;
+
+use sartor_api::{
+    ApplyTo, EXEMPTION_LABEL, Match, MutatorKind, MutatorObject, OperationPattern, Scope,
+    SourcePattern, Wildcard,
+};
+use sartor_engine::{MutatorId, System};
+use sartor_location::{Condition, Node, Path};
+use serde_json::{Value, json};
+
+/// How the policies are written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Options {
+    /// The policy's and the binding's name.
+    pub name: String,
+    /// sartor's namespace: left out, as the install's webhook leaves it out.
+    pub sartor_namespace: String,
+    /// Namespaces left out (names or globs), as `sartor serve
+    /// --exclude-namespace` leaves them out.
+    pub excluded_namespaces: Vec<Wildcard>,
+    /// What the API server does when a mutation fails.
+    pub failure_policy: FailurePolicy,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            name: "sartor".to_string(),
+            sartor_namespace: "sartor-system".to_string(),
+            excluded_namespaces: Wildcard::new("kube-system").into_iter().collect(),
+            failure_policy: FailurePolicy::Ignore,
+        }
+    }
+}
+
+/// The policy's `failurePolicy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailurePolicy {
+    /// The object is admitted unmutated, as with sartor's webhook.
+    Ignore,
+    /// The request is refused.
+    Fail,
+}
+
+impl FailurePolicy {
+    /// As the API writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailurePolicy::Ignore => "Ignore",
+            FailurePolicy::Fail => "Fail",
+        }
+    }
+}
+
+/// What an export produced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Export {
+    /// The policy and its binding, ready for `kubectl apply`; empty when no
+    /// mutator exports.
+    pub objects: Vec<Value>,
+    /// The mutators in the policy, in order.
+    pub exported: Vec<MutatorId>,
+    /// Each mutator left out, and why, in sartor's order.
+    pub refused: Vec<Refusal>,
+}
+
+/// A mutator not exported.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// Which.
+    pub mutator: MutatorId,
+    /// Why.
+    pub reason: Reason,
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: not exported: {}", named(&self.mutator), self.reason)
+    }
+}
+
+/// `Kind/name`, as OpenReports and kubectl name a mutator.
+pub fn named(id: &MutatorId) -> String {
+    format!("{}/{}", id.kind, id.name)
+}
+
+/// Why a mutator cannot be exported exactly.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Reason {
+    /// sartor does not enforce it.
+    #[error("it is in conflict with another mutator, so sartor does not enforce it")]
+    Conflicted,
+    /// Its kind has no translation yet.
+    #[error("{0} mutators are not exported yet")]
+    Kind(MutatorKind),
+    /// Its value is not a constant.
+    #[error("its value comes from {0}; only constant values are exported yet")]
+    NotConstant(&'static str),
+    /// Its location selects list elements.
+    #[error("its location {0} selects list elements; only locations of fields are exported yet")]
+    ListInLocation(String),
+    /// sartor's value conditions.
+    #[error("its value conditions (parameters.conditions) are not exported yet")]
+    Conditions,
+    /// It only matches objects that never reach admission.
+    #[error(
+        "it matches only generated objects (match.source: Generated), which never reach admission"
+    )]
+    GeneratedOnly,
+    /// A kind whose resource an offline export cannot know.
+    #[error(
+        "it applies to {0}, whose resource (plural) is not known offline; only built-in kinds are exported yet"
+    )]
+    UnknownKind(String),
+    /// Nothing to apply to.
+    #[error("it names no kind a cluster serves")]
+    NoKinds,
+    /// It would need a second pass.
+    #[error(
+        "it reads {path}, which {writer} (later in sartor's order) writes: that needs a second pass, which the API server runs only when another admission plugin changes the object"
+    )]
+    NeedsSecondPass {
+        /// What it reads.
+        path: String,
+        /// The later mutator that writes it, `Kind/name`.
+        writer: String,
+    },
+}
+
+/// One mutator written as a mutation of the policy.
+#[derive(Debug, Clone, PartialEq)]
+struct Mutation {
+    id: MutatorId,
+    /// The resources (group, version, plural) and operations it needs.
+    rules: BTreeSet<Rule>,
+    /// The JSONPatch expression: the patch when the guard holds, else none.
+    expression: String,
+    /// The paths (field names) it writes.
+    writes: Vec<Vec<String>>,
+    /// The paths its guard reads.
+    reads: Vec<Vec<String>>,
+    /// The kinds (group, kind) it can apply to; `None`: any kind.
+    kinds: Option<BTreeSet<(String, String)>>,
+}
+
+/// One `resourceRules` entry.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Rule {
+    group: String,
+    version: String,
+    resource: String,
+    operations: Vec<&'static str>,
+    /// The kind the resource serves; `None` for `*`.
+    kind: Option<String>,
+}
+
+/// Exports the mutators of `system` that can be written exactly as one
+/// MutatingAdmissionPolicy; `specs` holds each one's spec, by id.
+pub fn map(
+    system: &System,
+    specs: &HashMap<MutatorId, MutatorObject>,
+    options: &Options,
+) -> Export {
+    let mut refused = Vec::new();
+    let mut mutations = Vec::new();
+    for mutator in system.mutators() {
+        let id = mutator.id();
+        let translated = if system.is_conflicted(id) {
+            Err(Reason::Conflicted)
+        } else {
+            match specs.get(id) {
+                Some(spec) => translate(id, spec),
+                None => continue,
+            }
+        };
+        match translated {
+            Ok(mutation) => mutations.push(mutation),
+            Err(reason) => refused.push(Refusal {
+                mutator: id.clone(),
+                reason,
+            }),
+        }
+    }
+    // One pass must do: refuse, first in order first, each mutator that
+    // reads what one after it writes, until none does.
+    while let Some((index, reason)) = needs_second_pass(&mutations) {
+        let mutation = mutations.remove(index);
+        refused.push(Refusal {
+            mutator: mutation.id,
+            reason,
+        });
+    }
+    let order: HashMap<&MutatorId, usize> = system
+        .mutators()
+        .enumerate()
+        .map(|(index, mutator)| (mutator.id(), index))
+        .collect();
+    refused.sort_by_key(|refusal| order.get(&refusal.mutator).copied());
+    let exported: Vec<MutatorId> = mutations.iter().map(|m| m.id.clone()).collect();
+    let objects = if mutations.is_empty() {
+        Vec::new()
+    } else {
+        policy(&mutations, options)
+    };
+    Export {
+        objects,
+        exported,
+        refused,
+    }
+}
+
+/// The first mutation that reads what a later one writes, and why.
+fn needs_second_pass(mutations: &[Mutation]) -> Option<(usize, Reason)> {
+    for (index, reader) in mutations.iter().enumerate() {
+        for writer in mutations.iter().skip(index + 1) {
+            let common_kind = match (&reader.kinds, &writer.kinds) {
+                (Some(a), Some(b)) => !a.is_disjoint(b),
+                _ => true,
+            };
+            if !common_kind {
+                continue;
+            }
+            for read in &reader.reads {
+                if writer.writes.iter().any(|write| overlaps(read, write)) {
+                    return Some((
+                        index,
+                        Reason::NeedsSecondPass {
+                            path: read.join("."),
+                            writer: named(&writer.id),
+                        },
+                    ));
+                }
+            }
+        }
+    }
+    None
+}
+
+/// Whether one path is a prefix of the other.
+fn overlaps(a: &[String], b: &[String]) -> bool {
+    a.iter().zip(b).all(|(x, y)| x == y)
+}
+
+/// One mutator as a mutation, or why it cannot be one.
+fn translate(id: &MutatorId, spec: &MutatorObject) -> Result<Mutation, Reason> {
+    if !spec.conditions().is_empty() {
+        return Err(Reason::Conditions);
+    }
+    let (criteria, location) = match spec {
+        MutatorObject::Assign(assign) => (&assign.spec.r#match, &assign.spec.location),
+        MutatorObject::AssignMetadata(meta) => (&meta.spec.r#match, &meta.spec.location),
+        other => return Err(Reason::Kind(other.kind())),
+    };
+    if criteria.source == Some(SourcePattern::Generated) {
+        return Err(Reason::GeneratedOnly);
+    }
+    let names = field_names(location)?;
+    let mut reads = match_reads(criteria);
+    let (rules, applies, patches) = match spec {
+        MutatorObject::Assign(assign) => {
+            let value = constant(&assign.spec.parameters.assign)?;
+            let (rules, applies) = apply_to(&assign.spec.apply_to)?;
+            let mut tests = Vec::new();
+            for test in &assign.spec.parameters.path_tests {
+                let sub = field_names(&test.sub_path)?;
+                let present = cel::has_path("object", &sub);
+                tests.push(match test.condition {
+                    Condition::MustExist => format!("({present})"),
+                    Condition::MustNotExist => format!("!({present})"),
+                });
+                reads.push(sub);
+            }
+            let applies = std::iter::once(applies).chain(tests).collect::<Vec<_>>();
+            (rules, applies.join(" && "), assign_patch(&names, value))
+        }
+        MutatorObject::AssignMetadata(meta) => {
+            let value = constant(&meta.spec.parameters.assign)?;
+            let rules = kinds_rules(criteria)?;
+            (rules, "true".to_string(), metadata_patch(&names, value))
+        }
+        other => return Err(Reason::Kind(other.kind())),
+    };
+    let guard = [applies, criteria_guard(criteria)]
+        .into_iter()
+        .filter(|part| part != "true")
+        .collect::<Vec<_>>();
+    let expression = match guard.is_empty() {
+        true => patches,
+        false => format!("({}) ? {patches} : []", guard.join(" && ")),
+    };
+    let kinds = rules
+        .iter()
+        .map(|rule| rule.kind.clone().map(|kind| (rule.group.clone(), kind)))
+        .collect::<Option<BTreeSet<_>>>();
+    Ok(Mutation {
+        id: id.clone(),
+        rules,
+        expression,
+        writes: vec![names],
+        reads,
+        kinds,
+    })
+}
+
+/// The field names of `location`, or why it is not only fields.
+fn field_names(location: &str) -> Result<Vec<String>, Reason> {
+    // The loader parsed every location already: an error here is a list.
+    let path = Path::parse(location).map_err(|_| Reason::ListInLocation(location.to_string()))?;
+    path.nodes()
+        .iter()
+        .map(|node| match node {
+            Node::Field(name) => Ok(name.clone()),
+            Node::List(_) => Err(Reason::ListInLocation(location.to_string())),
+        })
+        .collect()
+}
+
+/// The constant value of `assign`, or where its value comes from instead.
+fn constant(assign: &sartor_api::AssignField) -> Result<&Value, Reason> {
+    if assign.from_metadata.is_some() {
+        return Err(Reason::NotConstant("fromMetadata"));
+    }
+    if assign.from_namespace.is_some() {
+        return Err(Reason::NotConstant("fromNamespace"));
+    }
+    if assign.external_data.is_some() {
+        return Err(Reason::NotConstant("externalData"));
+    }
+    if assign.remove == Some(true) {
+        return Err(Reason::NotConstant("remove"));
+    }
+    assign
+        .value
+        .as_ref()
+        .ok_or(Reason::NotConstant("nothing (no value)"))
+}
+
+/// The operations an `applyTo` entry names (every operation when none).
+fn operations(entry: &ApplyTo) -> Vec<&'static str> {
+    let mut operations = BTreeSet::new();
+    if entry.operations.is_empty() {
+        operations.extend(["CREATE", "UPDATE"]);
+    }
+    for operation in &entry.operations {
+        match operation {
+            OperationPattern::Create => operations.insert("CREATE"),
+            OperationPattern::Update => operations.insert("UPDATE"),
+            OperationPattern::All => {
+                operations.insert("CREATE");
+                operations.insert("UPDATE")
+            }
+        };
+    }
+    operations.into_iter().collect()
+}
+
+/// An Assign's `applyTo` as rules, and the guard that keeps it to exactly
+/// those groups, versions, kinds and operations.
+fn apply_to(entries: &[ApplyTo]) -> Result<(BTreeSet<Rule>, String), Reason> {
+    let mut rules = BTreeSet::new();
+    let mut alternatives = Vec::new();
+    for entry in entries {
+        let operations = operations(entry);
+        let listed: Vec<String> = operations.iter().map(|o| cel::string(o)).collect();
+        for group in &entry.groups {
+            for version in &entry.versions {
+                for kind in &entry.kinds {
+                    let Some(rule) = kind_rule(group, version, kind, &operations)? else {
+                        continue;
+                    };
+                    rules.insert(rule);
+                    alternatives.push(format!(
+                        "(request.kind.group == {} && request.kind.version == {} && request.kind.kind == {} && request.operation in [{}])",
+                        cel::string(group),
+                        cel::string(version),
+                        cel::string(kind),
+                        listed.join(", ")
+                    ));
+                }
+            }
+        }
+    }
+    if rules.is_empty() {
+        return Err(Reason::NoKinds);
+    }
+    let guard = match alternatives.as_slice() {
+        [one] => one.clone(),
+        _ => format!("({})", alternatives.join(" || ")),
+    };
+    Ok((rules, guard))
+}
+
+/// The rule of `kind` in `group` at `version`: `None` when the group is a
+/// built-in one without that kind (nothing to match), an error when the
+/// group is not built in (its resource is not known offline).
+fn kind_rule(
+    group: &str,
+    version: &str,
+    kind: &str,
+    operations: &[&'static str],
+) -> Result<Option<Rule>, Reason> {
+    match resources::plural(group, kind) {
+        Some(resource) => Ok(Some(Rule {
+            group: group.to_string(),
+            version: version.to_string(),
+            resource: resource.to_string(),
+            operations: operations.to_vec(),
+            kind: Some(kind.to_string()),
+        })),
+        None if resources::knows_group(group) => Ok(None),
+        None => Err(Reason::UnknownKind(match version {
+            "*" => format!("{kind} ({group})"),
+            _ => format!("{kind} ({group}/{version})"),
+        })),
+    }
+}
+
+/// The rules of an AssignMetadata, which applies to every kind `match.kinds`
+/// allows: a kind in the table by its resource, `*` for every resource.
+fn kinds_rules(criteria: &Match) -> Result<BTreeSet<Rule>, Reason> {
+    let operations = vec!["CREATE", "UPDATE"];
+    let every = |group: &str| Rule {
+        group: group.to_string(),
+        version: "*".to_string(),
+        resource: "*".to_string(),
+        operations: operations.clone(),
+        kind: None,
+    };
+    let mut rules = BTreeSet::new();
+    if criteria.kinds.is_empty() {
+        rules.insert(every("*"));
+    }
+    for entry in &criteria.kinds {
+        let groups: Vec<&str> = match entry.api_groups.as_slice() {
+            [] => vec!["*"],
+            groups if groups.iter().any(|g| g == "*") => vec!["*"],
+            groups => groups.iter().map(String::as_str).collect(),
+        };
+        for group in groups {
+            if entry.kinds.is_empty() || entry.kinds.iter().any(|k| k == "*") || group == "*" {
+                rules.insert(every(group));
+                continue;
+            }
+            for kind in &entry.kinds {
+                rules.extend(kind_rule(group, "*", kind, &operations)?);
+            }
+        }
+    }
+    if rules.is_empty() {
+        return Err(Reason::NoKinds);
+    }
+    Ok(rules)
+}
+
+/// What `match` reads of the object, which a write before it may change.
+fn match_reads(criteria: &Match) -> Vec<Vec<String>> {
+    let path = |names: &[&str]| names.iter().map(|n| (*n).to_string()).collect::<Vec<_>>();
+    let mut reads = Vec::new();
+    // A namespaceSelector reads a Namespace's own labels.
+    for selector in [&criteria.label_selector, &criteria.namespace_selector]
+        .into_iter()
+        .flatten()
+    {
+        let keys = selector
+            .match_labels
+            .keys()
+            .chain(selector.match_expressions.iter().map(|r| &r.key));
+        for key in keys {
+            reads.push(path(&["metadata", "labels", key]));
+        }
+    }
+    if criteria.name.is_some()
+        || !criteria.namespaces.is_empty()
+        || !criteria.excluded_namespaces.is_empty()
+    {
+        reads.push(path(&["metadata", "name"]));
+        reads.push(path(&["metadata", "generateName"]));
+    }
+    reads
+}
+
+/// Whether the object being admitted is a Namespace.
+const IS_NAMESPACE: &str = r#"(request.kind.group == "" && request.kind.kind == "Namespace")"#;
+
+/// The namespace the namespace criteria compare: a Namespace's own name,
+/// else the request's (`""` for a cluster-scoped object).
+const COMPARED_NAMESPACE: &str = r#"((request.kind.group == "" && request.kind.kind == "Namespace") ? (has(object.metadata.name) ? object.metadata.name : "") : request.namespace)"#;
+
+/// `match` as CEL, criterion by criterion as the engine checks them.
+fn criteria_guard(criteria: &Match) -> String {
+    let mut parts = Vec::new();
+    if !criteria.kinds.is_empty() {
+        let any = |list: &[String], subject: &str| {
+            if list.is_empty() || list.iter().any(|item| item == "*") {
+                "true".to_string()
+            } else {
+                let listed: Vec<String> = list.iter().map(|item| cel::string(item)).collect();
+                format!("{subject} in [{}]", listed.join(", "))
+            }
+        };
+        let entries: Vec<String> = criteria
+            .kinds
+            .iter()
+            .map(|entry| {
+                format!(
+                    "({} && {})",
+                    any(&entry.kinds, "request.kind.kind"),
+                    any(&entry.api_groups, "request.kind.group")
+                )
+            })
+            .collect();
+        parts.push(format!("({})", entries.join(" || ")));
+    }
+    match criteria.scope {
+        Some(Scope::Cluster) => {
+            parts.push(format!(r#"({IS_NAMESPACE} || request.namespace == "")"#))
+        }
+        Some(Scope::Namespaced) => {
+            parts.push(format!(r#"(!{IS_NAMESPACE} && request.namespace != "")"#));
+        }
+        Some(Scope::All) | None => {}
+    }
+    if !criteria.namespaces.is_empty() {
+        let any: Vec<String> = criteria
+            .namespaces
+            .iter()
+            .map(|w| cel::wildcard(COMPARED_NAMESPACE, w))
+            .collect();
+        parts.push(format!(
+            r#"({COMPARED_NAMESPACE} == "" && !{IS_NAMESPACE} || {})"#,
+            any.join(" || ")
+        ));
+    }
+    for excluded in &criteria.excluded_namespaces {
+        parts.push(format!(
+            r#"!(({IS_NAMESPACE} || {COMPARED_NAMESPACE} != "") && {})"#,
+            cel::wildcard(COMPARED_NAMESPACE, excluded)
+        ));
+    }
+    if let Some(selector) = &criteria.label_selector {
+        parts.push(format!("({})", cel::selector("object", selector)));
+    }
+    if let Some(selector) = &criteria.namespace_selector {
+        parts.push(format!(
+            r#"({IS_NAMESPACE} ? ({}) : (namespaceObject == null || ({})))"#,
+            cel::selector("object", selector),
+            cel::selector("namespaceObject", selector)
+        ));
+    }
+    if let Some(name) = &criteria.name {
+        let read = |field: &str| {
+            format!(r#"(has(object.metadata.{field}) ? object.metadata.{field} : "")"#)
+        };
+        parts.push(format!(
+            "({} || {})",
+            cel::wildcard(&read("name"), name),
+            cel::wildcard_generate_name(&read("generateName"), name)
+        ));
+    }
+    if parts.is_empty() {
+        return "true".to_string();
+    }
+    parts.join(" && ")
+}
+
+/// An Assign's patch: each missing parent added as `{}` (the engine creates
+/// parents), then the value added (JSON patch `add` replaces a field there).
+fn assign_patch(names: &[String], value: &Value) -> String {
+    let mut lists = Vec::new();
+    for depth in 1..names.len() {
+        let parent = names.get(..depth).unwrap_or_default();
+        lists.push(format!(
+            "({} ? [] : [JSONPatch{{op: \"add\", path: {}, value: {{}}}}])",
+            cel::has_path("object", parent),
+            cel::string(&cel::pointer(parent))
+        ));
+    }
+    lists.push(format!(
+        "[JSONPatch{{op: \"add\", path: {}, value: {}}}]",
+        cel::string(&cel::pointer(names)),
+        cel::literal(value)
+    ));
+    lists.join(" + ")
+}
+
+/// An AssignMetadata's patch: the label or annotation added when it is not
+/// there (Gatekeeper never changes one that is), the map too when missing.
+fn metadata_patch(names: &[String], value: &Value) -> String {
+    let (Some(key), Some(map)) = (names.last(), names.get(..names.len().saturating_sub(1))) else {
+        return "[]".to_string();
+    };
+    let map_read = cel::read_path("object", map);
+    format!(
+        "(!({}) ? [JSONPatch{{op: \"add\", path: {}, value: {{{}: {}}}}}] : ({} in {map_read} ? [] : [JSONPatch{{op: \"add\", path: {}, value: {}}}]))",
+        cel::has_path("object", map),
+        cel::string(&cel::pointer(map)),
+        cel::string(key),
+        cel::literal(value),
+        cel::string(key),
+        cel::string(&cel::pointer(names)),
+        cel::literal(value)
+    )
+}
+
+/// The policy of `mutations` and its binding.
+fn policy(mutations: &[Mutation], options: &Options) -> Vec<Value> {
+    let mut rules: BTreeMap<(String, String, Vec<&'static str>), BTreeSet<String>> =
+        BTreeMap::new();
+    for rule in mutations.iter().flat_map(|m| &m.rules) {
+        rules
+            .entry((
+                rule.group.clone(),
+                rule.version.clone(),
+                rule.operations.clone(),
+            ))
+            .or_default()
+            .insert(rule.resource.clone());
+    }
+    let resource_rules: Vec<Value> = rules
+        .into_iter()
+        .map(|((group, version, operations), resources)| {
+            json!({"apiGroups": [group], "apiVersions": [version],
+                   "resources": resources, "operations": operations})
+        })
+        .collect();
+    // The install's exclusions: the exemption label, sartor's namespace and
+    // the excluded namespaces by name; globs as a match condition.
+    let mut names: BTreeSet<String> = BTreeSet::from([options.sartor_namespace.clone()]);
+    let mut globs = Vec::new();
+    for excluded in &options.excluded_namespaces {
+        if excluded.as_str().contains('*') {
+            globs.push(cel::wildcard(COMPARED_NAMESPACE, excluded));
+        } else {
+            names.insert(excluded.as_str().to_string());
+        }
+    }
+    let mut policy = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "MutatingAdmissionPolicy",
+        "metadata": {
+            "name": options.name,
+            "labels": {"app.kubernetes.io/managed-by": "sartor"},
+            "annotations": {"mutations.sartor.dev/exported": mutations
+                .iter()
+                .map(|m| named(&m.id))
+                .collect::<Vec<_>>()
+                .join(", ")},
+        },
+        "spec": {
+            "failurePolicy": options.failure_policy.as_str(),
+            "reinvocationPolicy": "IfNeeded",
+            "matchConstraints": {
+                "matchPolicy": "Exact",
+                "namespaceSelector": {"matchExpressions": [
+                    {"key": EXEMPTION_LABEL, "operator": "DoesNotExist"},
+                    {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": names},
+                ]},
+                "resourceRules": resource_rules,
+            },
+            "mutations": mutations.iter().map(|m| json!({
+                "patchType": "JSONPatch",
+                "jsonPatch": {"expression": m.expression},
+            })).collect::<Vec<_>>(),
+        },
+    });
+    if !globs.is_empty()
+        && let Some(spec) = policy.get_mut("spec").and_then(Value::as_object_mut)
+    {
+        spec.insert(
+            "matchConditions".to_string(),
+            json!([{"name": "not-in-an-excluded-namespace",
+                    "expression": format!("!({})", globs.join(" || "))}]),
+        );
+    }
+    let binding = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "MutatingAdmissionPolicyBinding",
+        "metadata": {"name": options.name, "labels": {"app.kubernetes.io/managed-by": "sartor"}},
+        "spec": {"policyName": options.name},
+    });
+    vec![policy, binding]
+}
+
+#[cfg(test)]
+mod tests;

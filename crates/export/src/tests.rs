@@ -1,0 +1,177 @@
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+
+use serde_json::json;
+
+use super::*;
+use sartor_engine::Mutator;
+
+/// The set of `mutators` (sartor's apiVersion, JSON) exported with the
+/// default options.
+fn export(mutators: &[Value]) -> Export {
+    let mut system = System::new();
+    let mut specs = HashMap::new();
+    for value in mutators {
+        let object = sartor_api::parse_mutator(value).unwrap();
+        let mutator = Mutator::compile(&object).unwrap();
+        specs.insert(mutator.id().clone(), object);
+        system.upsert(mutator);
+    }
+    map(&system, &specs, &Options::default())
+}
+
+fn assign(name: &str, spec: Value) -> Value {
+    json!({"apiVersion": "mutations.sartor.dev/v1", "kind": "Assign",
+           "metadata": {"name": name}, "spec": spec})
+}
+
+fn pods() -> Value {
+    json!([{"groups": [""], "versions": ["v1"], "kinds": ["Pod"]}])
+}
+
+#[test]
+fn an_assign_of_fields_is_one_mutation_of_the_policy() {
+    let exported = export(&[assign(
+        "seccomp",
+        json!({"applyTo": [{"groups": [""], "versions": ["v1"], "kinds": ["Pod"], "operations": ["CREATE"]}],
+               "location": "spec.securityContext.seccompProfile",
+               "parameters": {"pathTests": [{"subPath": "spec.securityContext.seccompProfile", "condition": "MustNotExist"}],
+                              "assign": {"value": {"type": "RuntimeDefault"}}}}),
+    )]);
+    assert_eq!(exported.refused, []);
+    assert_eq!(
+        exported.objects,
+        [
+            json!({
+                "apiVersion": "admissionregistration.k8s.io/v1",
+                "kind": "MutatingAdmissionPolicy",
+                "metadata": {"name": "sartor",
+                             "labels": {"app.kubernetes.io/managed-by": "sartor"},
+                             "annotations": {"mutations.sartor.dev/exported": "Assign/seccomp"}},
+                "spec": {
+                    "failurePolicy": "Ignore",
+                    "reinvocationPolicy": "IfNeeded",
+                    "matchConstraints": {
+                        "matchPolicy": "Exact",
+                        "namespaceSelector": {"matchExpressions": [
+                            {"key": "admission.sartor.dev/ignore", "operator": "DoesNotExist"},
+                            {"key": "kubernetes.io/metadata.name", "operator": "NotIn",
+                             "values": ["kube-system", "sartor-system"]},
+                        ]},
+                        "resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                                           "resources": ["pods"], "operations": ["CREATE"]}],
+                    },
+                    "mutations": [{"patchType": "JSONPatch", "jsonPatch": {"expression": concat!(
+                        r#"((request.kind.group == "" && request.kind.version == "v1" && request.kind.kind == "Pod" && request.operation in ["CREATE"])"#,
+                        r#" && !(has(object.spec) && has(object.spec.securityContext) && has(object.spec.securityContext.seccompProfile)))"#,
+                        r#" ? (has(object.spec) ? [] : [JSONPatch{op: "add", path: "/spec", value: {}}])"#,
+                        r#" + (has(object.spec) && has(object.spec.securityContext) ? [] : [JSONPatch{op: "add", path: "/spec/securityContext", value: {}}])"#,
+                        r#" + [JSONPatch{op: "add", path: "/spec/securityContext/seccompProfile", value: {"type": "RuntimeDefault"}}] : []"#,
+                    )}}],
+                },
+            }),
+            json!({
+                "apiVersion": "admissionregistration.k8s.io/v1",
+                "kind": "MutatingAdmissionPolicyBinding",
+                "metadata": {"name": "sartor", "labels": {"app.kubernetes.io/managed-by": "sartor"}},
+                "spec": {"policyName": "sartor"},
+            }),
+        ]
+    );
+}
+
+#[test]
+fn what_cannot_be_exported_exactly_is_refused_with_its_reason() {
+    let exported = export(&[
+        assign(
+            "a-list",
+            json!({"applyTo": pods(), "location": "spec.containers[name: *].imagePullPolicy",
+                   "parameters": {"assign": {"value": "Always"}}}),
+        ),
+        assign(
+            "b-from-metadata",
+            json!({"applyTo": pods(), "location": "spec.hostname",
+                   "parameters": {"assign": {"fromMetadata": {"field": "name"}}}}),
+        ),
+        assign(
+            "c-widget",
+            json!({"applyTo": [{"groups": ["example.com"], "versions": ["v1"], "kinds": ["Widget"]}],
+                   "location": "spec.size", "parameters": {"assign": {"value": 1}}}),
+        ),
+        json!({"apiVersion": "mutations.sartor.dev/v1", "kind": "ModifySet",
+               "metadata": {"name": "d-args"},
+               "spec": {"applyTo": pods(), "location": "spec.containers[name: *].args",
+                        "parameters": {"operation": "prune", "values": {"fromList": ["--debug"]}}}}),
+    ]);
+    let reasons: Vec<String> = exported.refused.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        reasons,
+        [
+            "Assign/a-list: not exported: its location spec.containers[name: *].imagePullPolicy selects list elements; only locations of fields are exported yet",
+            "Assign/b-from-metadata: not exported: its value comes from fromMetadata; only constant values are exported yet",
+            "Assign/c-widget: not exported: it applies to Widget (example.com/v1), whose resource (plural) is not known offline; only built-in kinds are exported yet",
+            "ModifySet/d-args: not exported: ModifySet mutators are not exported yet",
+        ]
+    );
+    assert_eq!(exported.objects, Vec::<Value>::new());
+}
+
+#[test]
+fn a_mutator_reading_what_a_later_one_writes_is_refused() {
+    // b-label writes the label a-labelled selects on: sartor applies
+    // a-labelled in its second pass.
+    let exported = export(&[
+        assign(
+            "a-labelled",
+            json!({"applyTo": pods(), "location": "spec.priority",
+                   "match": {"labelSelector": {"matchLabels": {"tier": "gold"}}},
+                   "parameters": {"assign": {"value": 10}}}),
+        ),
+        json!({"apiVersion": "mutations.sartor.dev/v1", "kind": "AssignMetadata",
+               "metadata": {"name": "b-label"},
+               "spec": {"location": "metadata.labels.tier",
+                        "parameters": {"assign": {"value": "gold"}}}}),
+    ]);
+    assert_eq!(
+        exported.exported,
+        [MutatorId::new(MutatorKind::AssignMetadata, "b-label")]
+    );
+    assert_eq!(
+        exported
+            .refused
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>(),
+        [
+            "Assign/a-labelled: not exported: it reads metadata.labels.tier, which AssignMetadata/b-label (later in sartor's order) writes: that needs a second pass, which the API server runs only when another admission plugin changes the object"
+        ]
+    );
+}
+
+#[test]
+fn a_label_is_added_only_when_missing() {
+    let exported = export(&[
+        json!({"apiVersion": "mutations.sartor.dev/v1", "kind": "AssignMetadata",
+        "metadata": {"name": "owner"},
+        "spec": {"match": {"scope": "Namespaced", "namespaces": ["shop-*"]},
+                 "location": "metadata.labels.\"example.com/owner\"",
+                 "parameters": {"assign": {"value": "shop"}}}}),
+    ]);
+    let policy = &exported.objects[0];
+    assert_eq!(
+        policy["spec"]["matchConstraints"]["resourceRules"],
+        json!([{"apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*"], "operations": ["CREATE", "UPDATE"]}])
+    );
+    let compared = COMPARED_NAMESPACE;
+    assert_eq!(
+        policy["spec"]["mutations"][0]["jsonPatch"]["expression"],
+        json!(format!(
+            concat!(
+                r#"((!{is_ns} && request.namespace != "") && ({compared} == "" && !{is_ns} || {compared}.startsWith("shop-")))"#,
+                r#" ? (!(has(object.metadata) && has(object.metadata.labels)) ? [JSONPatch{{op: "add", path: "/metadata/labels", value: {{"example.com/owner": "shop"}}}}]"#,
+                r#" : ("example.com/owner" in object.metadata.labels ? [] : [JSONPatch{{op: "add", path: "/metadata/labels/example.com~1owner", value: "shop"}}])) : []"#,
+            ),
+            is_ns = IS_NAMESPACE,
+            compared = compared
+        ))
+    );
+}

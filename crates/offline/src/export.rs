@@ -1,0 +1,106 @@
+//! `sartor export map`: the mutators as a Kubernetes
+//! MutatingAdmissionPolicy and its binding, for clusters that want no
+//! webhook. What cannot be exported with exactly sartor's semantics is left
+//! out, one line each on stderr with the reason.
+
+use clap::{Args, Subcommand, ValueEnum};
+use sartor_api::{Input, Wildcard};
+use sartor_export::{FailurePolicy, Options};
+use serde_json::Value;
+
+use crate::Exit;
+use crate::load::{self, Category};
+use crate::mutate::to_yaml;
+
+/// `sartor export`'s targets.
+#[derive(Debug, Subcommand)]
+pub enum ExportCommand {
+    /// MutatingAdmissionPolicy (admissionregistration.k8s.io/v1, Kubernetes
+    /// 1.36+) and its binding, as YAML on stdout, for `kubectl apply -f -`.
+    /// Exit 0: every mutator exported; 1: some were left out (each named on
+    /// stderr with the reason; the policy holds the others); 2: invalid
+    /// input.
+    Map(MapArgs),
+}
+
+/// `sartor export map`'s flags.
+#[derive(Debug, Args)]
+pub struct MapArgs {
+    /// Mutator files or directories (sartor's or Gatekeeper's apiVersions);
+    /// other documents are skipped.
+    #[arg(value_name = "PATH", required = true)]
+    paths: Vec<String>,
+    /// The policy's and the binding's name.
+    #[arg(long, default_value = "sartor")]
+    name: String,
+    /// The namespace a sartor install runs in, left out as its webhook
+    /// leaves it out.
+    #[arg(long = "sartor-namespace", default_value = "sartor-system")]
+    sartor_namespace: String,
+    /// A namespace left out (a name, or a glob with `*` at the start and/or
+    /// end), as `sartor serve --exclude-namespace`; repeat for more.
+    #[arg(long = "exclude-namespace", value_name = "NAME", default_value = "kube-system", action = clap::ArgAction::Append)]
+    exclude_namespaces: Vec<Wildcard>,
+    /// What the API server does when a mutation fails: `Ignore` admits the
+    /// object unmutated, as sartor's webhook does.
+    #[arg(long = "failure-policy", value_enum, default_value_t = Failure::Ignore)]
+    failure_policy: Failure,
+}
+
+/// `--failure-policy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Failure {
+    #[value(name = "Ignore")]
+    Ignore,
+    #[value(name = "Fail")]
+    Fail,
+}
+
+/// Runs `sartor export`.
+///
+/// # Errors
+/// The YAML could not be printed.
+pub fn run(command: &ExportCommand) -> anyhow::Result<Exit> {
+    let ExportCommand::Map(args) = command;
+    let inputs: Vec<Input> = args.paths.iter().map(|p| Input::from_arg(p)).collect();
+    let repository = load::repository(&[], &inputs);
+    let invalid: Vec<&load::Finding> = repository
+        .findings
+        .iter()
+        .filter(|f| matches!(f.category, Category::Load | Category::Compile))
+        .collect();
+    if !invalid.is_empty() {
+        for finding in invalid {
+            eprintln!("error: {finding}");
+        }
+        return Ok(Exit::InvalidInput);
+    }
+    let options = Options {
+        name: args.name.clone(),
+        sartor_namespace: args.sartor_namespace.clone(),
+        excluded_namespaces: args.exclude_namespaces.clone(),
+        failure_policy: match args.failure_policy {
+            Failure::Ignore => FailurePolicy::Ignore,
+            Failure::Fail => FailurePolicy::Fail,
+        },
+    };
+    let export = sartor_export::map(&repository.system, &repository.specs, &options);
+    let documents: Vec<String> = export
+        .objects
+        .iter()
+        .map(|object: &Value| to_yaml(object))
+        .collect::<anyhow::Result<_>>()?;
+    print!("{}", documents.join("---\n"));
+    for refusal in &export.refused {
+        eprintln!("{refusal}");
+    }
+    eprintln!(
+        "{} of {} mutators exported",
+        export.exported.len(),
+        export.exported.len() + export.refused.len()
+    );
+    Ok(match export.refused.is_empty() {
+        true => Exit::Ok,
+        false => Exit::MutationFailed,
+    })
+}
