@@ -3,6 +3,8 @@
 //! selectors) written as expressions.
 
 use sartor_api::{LabelSelector, SelectorOperator, Wildcard};
+use std::collections::BTreeSet;
+
 use serde_json::Value;
 
 /// CEL's reserved words: a field of that name is read as `__name__`.
@@ -36,22 +38,50 @@ pub(crate) fn string(text: &str) -> String {
 }
 
 /// `value` as a CEL literal: JSON's null, booleans, numbers (integers stay
-/// integers), strings, lists and maps.
+/// integers), strings, lists and maps. CEL wants a list's or a map's values
+/// of one type, so mixed ones are each made `dyn(...)`.
 pub(crate) fn literal(value: &Value) -> String {
     match value {
         Value::Array(items) => {
-            let items: Vec<String> = items.iter().map(literal).collect();
+            let mixed = mixed(items.iter());
+            let items: Vec<String> = items.iter().map(|item| member(item, mixed)).collect();
             format!("[{}]", items.join(", "))
         }
         Value::Object(fields) => {
+            let mixed = mixed(fields.values());
             let fields: Vec<String> = fields
                 .iter()
-                .map(|(key, value)| format!("{}: {}", string(key), literal(value)))
+                .map(|(key, value)| format!("{}: {}", string(key), member(value, mixed)))
                 .collect();
             format!("{{{}}}", fields.join(", "))
         }
         scalar => scalar.to_string(),
     }
+}
+
+/// A member of a list or map literal, `dyn(...)` among mixed types.
+fn member(value: &Value, mixed: bool) -> String {
+    match mixed {
+        true => format!("dyn({})", literal(value)),
+        false => literal(value),
+    }
+}
+
+/// Whether `values` are of more than one CEL type (integers and other
+/// numbers apart; two lists or maps may differ in their members' types).
+fn mixed<'a>(values: impl Iterator<Item = &'a Value>) -> bool {
+    let kind = |value: &Value| match value {
+        Value::Null => 0,
+        Value::Bool(_) => 1,
+        Value::Number(number) if number.is_i64() || number.is_u64() => 2,
+        Value::Number(_) => 3,
+        Value::String(_) => 4,
+        Value::Array(_) => 5,
+        Value::Object(_) => 6,
+    };
+    let all: Vec<u8> = values.map(kind).collect();
+    let kinds: BTreeSet<u8> = all.iter().copied().collect();
+    kinds.len() > 1 || (all.len() > 1 && (kinds.contains(&5) || kinds.contains(&6)))
 }
 
 /// One step down from `parent`: a field (`parent.name`, a reserved word as
@@ -187,6 +217,39 @@ pub(crate) fn selector(holder: &str, selector: &LabelSelector) -> String {
     tests.join(" && ")
 }
 
+/// Whether `expression` is one parenthesized group, `(...)`, so it needs no
+/// more parentheses to be an operand (string literals' parentheses aside).
+pub(crate) fn is_grouped(expression: &str) -> bool {
+    let mut depth = 0usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    let last = expression.len().saturating_sub(1);
+    for (at, c) in expression.char_indices() {
+        if in_string {
+            match (escaped, c) {
+                (true, _) => escaped = false,
+                (false, '\\') => escaped = true,
+                (false, '"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            '"' => in_string = true,
+            '(' => depth += 1,
+            ')' => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 && at != last {
+                    return false;
+                }
+            }
+            _ if depth == 0 => return false,
+            _ => {}
+        }
+    }
+    depth == 0 && expression.starts_with('(')
+}
+
 /// `/a/b~1c`: the JSON pointer of `names` (RFC 6901 escapes).
 pub(crate) fn pointer(names: &[String]) -> String {
     names
@@ -210,7 +273,7 @@ mod tests {
     fn literals_keep_json_types() {
         assert_eq!(
             literal(&json!({"a": [1, 2.5, "x\"y"], "b": null, "c": true})),
-            r#"{"a": [1, 2.5, "x\"y"], "b": null, "c": true}"#
+            r#"{"a": dyn([dyn(1), dyn(2.5), dyn("x\"y")]), "b": dyn(null), "c": dyn(true)}"#
         );
     }
 
@@ -226,6 +289,22 @@ mod tests {
             "object.metadata.__namespace__"
         );
         assert_eq!(pointer(&path), "/metadata/annotations/example.com~1owner");
+    }
+
+    #[test]
+    fn one_type_needs_no_dyn() {
+        assert_eq!(
+            literal(&json!({"type": "RuntimeDefault"})),
+            r#"{"type": "RuntimeDefault"}"#
+        );
+        assert_eq!(literal(&json!(["a", "b"])), r#"["a", "b"]"#);
+    }
+
+    #[test]
+    fn one_group_is_told_from_two() {
+        assert!(is_grouped(r#"(a == "(" && b)"#));
+        assert!(!is_grouped("(a) && (b)"));
+        assert!(!is_grouped("a && b"));
     }
 
     #[test]

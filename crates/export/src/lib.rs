@@ -20,6 +20,7 @@
 //! order between them.
 
 mod cel;
+mod patch;
 mod resources;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -121,9 +122,18 @@ pub enum Reason {
     /// Its value is not a constant.
     #[error("its value comes from {0}; only constant values are exported yet")]
     NotConstant(&'static str),
-    /// Its location selects list elements.
-    #[error("its location {0} selects list elements; only locations of fields are exported yet")]
+    /// Its location (or a pathTest's) cannot be read as fields.
+    #[error("{0} selects list elements, which only an Assign's location may do yet")]
     ListInLocation(String),
+    /// A glob followed by another list selector.
+    #[error("its location has a list selector below a glob, which is not exported yet")]
+    NestedList,
+    /// A glob as the last node.
+    #[error("its location ends at a glob (every element replaced), which is not exported yet")]
+    GlobElement,
+    /// sartor's `notin` selector.
+    #[error("its location has a notin selector, which is not exported yet")]
+    NotIn,
     /// sartor's value conditions.
     #[error("its value conditions (parameters.conditions) are not exported yet")]
     Conditions,
@@ -279,8 +289,37 @@ fn translate(id: &MutatorId, spec: &MutatorObject) -> Result<Mutation, Reason> {
     if criteria.source == Some(SourcePattern::Generated) {
         return Err(Reason::GeneratedOnly);
     }
-    let names = field_names(location)?;
+    let path = Path::parse(location).map_err(|_| Reason::ListInLocation(location.to_string()))?;
+    // What it writes, for the second-pass check: its fields, lists by name.
+    let names: Vec<String> = path
+        .nodes()
+        .iter()
+        .filter_map(|node| match node {
+            Node::Field(name) => Some(name.clone()),
+            Node::List(_) => None,
+        })
+        .collect();
     let mut reads = match_reads(criteria);
+    // A list selector reads the elements' keys (a later mutator adding an
+    // element would need a second pass); a keyed one may add an element.
+    let mut writes = vec![names.clone()];
+    let mut fields = Vec::new();
+    for node in path.nodes() {
+        match node {
+            Node::Field(name) => fields.push(name.clone()),
+            Node::List(selector) => {
+                let mut key = fields.clone();
+                key.push(selector.key_field.clone());
+                reads.push(key);
+                if !matches!(
+                    selector.key_value,
+                    sartor_location::KeyValue::Glob | sartor_location::KeyValue::NotIn(_)
+                ) {
+                    writes.push(fields.clone());
+                }
+            }
+        }
+    }
     let (rules, applies, patches) = match spec {
         MutatorObject::Assign(assign) => {
             let value = constant(&assign.spec.parameters.assign)?;
@@ -296,11 +335,16 @@ fn translate(id: &MutatorId, spec: &MutatorObject) -> Result<Mutation, Reason> {
                 reads.push(sub);
             }
             let applies = std::iter::once(applies).chain(tests).collect::<Vec<_>>();
-            (rules, applies.join(" && "), assign_patch(&names, value))
+            (
+                rules,
+                applies.join(" && "),
+                patch::assign(path.nodes(), value)?,
+            )
         }
         MutatorObject::AssignMetadata(meta) => {
             let value = constant(&meta.spec.parameters.assign)?;
             let rules = kinds_rules(criteria)?;
+            let names = field_names(location)?;
             (rules, "true".to_string(), metadata_patch(&names, value))
         }
         other => return Err(Reason::Kind(other.kind())),
@@ -309,9 +353,10 @@ fn translate(id: &MutatorId, spec: &MutatorObject) -> Result<Mutation, Reason> {
         .into_iter()
         .filter(|part| part != "true")
         .collect::<Vec<_>>();
-    let expression = match guard.is_empty() {
-        true => patches,
-        false => format!("({}) ? {patches} : []", guard.join(" && ")),
+    let expression = match guard.as_slice() {
+        [] => patches,
+        [only] if cel::is_grouped(only) => format!("{only} ? {patches} : []"),
+        _ => format!("({}) ? {patches} : []", guard.join(" && ")),
     };
     let kinds = rules
         .iter()
@@ -321,7 +366,7 @@ fn translate(id: &MutatorId, spec: &MutatorObject) -> Result<Mutation, Reason> {
         id: id.clone(),
         rules,
         expression,
-        writes: vec![names],
+        writes,
         reads,
         kinds,
     })
@@ -586,26 +631,6 @@ fn criteria_guard(criteria: &Match) -> String {
         return "true".to_string();
     }
     parts.join(" && ")
-}
-
-/// An Assign's patch: each missing parent added as `{}` (the engine creates
-/// parents), then the value added (JSON patch `add` replaces a field there).
-fn assign_patch(names: &[String], value: &Value) -> String {
-    let mut lists = Vec::new();
-    for depth in 1..names.len() {
-        let parent = names.get(..depth).unwrap_or_default();
-        lists.push(format!(
-            "({} ? [] : [JSONPatch{{op: \"add\", path: {}, value: {{}}}}])",
-            cel::has_path("object", parent),
-            cel::string(&cel::pointer(parent))
-        ));
-    }
-    lists.push(format!(
-        "[JSONPatch{{op: \"add\", path: {}, value: {}}}]",
-        cel::string(&cel::pointer(names)),
-        cel::literal(value)
-    ));
-    lists.join(" + ")
 }
 
 /// An AssignMetadata's patch: the label or annotation added when it is not

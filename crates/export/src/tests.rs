@@ -63,9 +63,10 @@ fn an_assign_of_fields_is_one_mutation_of_the_policy() {
                     "mutations": [{"patchType": "JSONPatch", "jsonPatch": {"expression": concat!(
                         r#"((request.kind.group == "" && request.kind.version == "v1" && request.kind.kind == "Pod" && request.operation in ["CREATE"])"#,
                         r#" && !(has(object.spec) && has(object.spec.securityContext) && has(object.spec.securityContext.seccompProfile)))"#,
-                        r#" ? (has(object.spec) ? [] : [JSONPatch{op: "add", path: "/spec", value: {}}])"#,
-                        r#" + (has(object.spec) && has(object.spec.securityContext) ? [] : [JSONPatch{op: "add", path: "/spec/securityContext", value: {}}])"#,
-                        r#" + [JSONPatch{op: "add", path: "/spec/securityContext/seccompProfile", value: {"type": "RuntimeDefault"}}] : []"#,
+                        r#" ? (has(object.spec) ? (has(object.spec.securityContext)"#,
+                        r#" ? [JSONPatch{op: "add", path: "/spec/securityContext/seccompProfile", value: {"type": "RuntimeDefault"}}]"#,
+                        r#" : [JSONPatch{op: "add", path: "/spec/securityContext", value: {"seccompProfile": {"type": "RuntimeDefault"}}}])"#,
+                        r#" : [JSONPatch{op: "add", path: "/spec", value: {"securityContext": {"seccompProfile": {"type": "RuntimeDefault"}}}}]) : []"#,
                     )}}],
                 },
             }),
@@ -84,8 +85,8 @@ fn what_cannot_be_exported_exactly_is_refused_with_its_reason() {
     let exported = export(&[
         assign(
             "a-list",
-            json!({"applyTo": pods(), "location": "spec.containers[name: *].imagePullPolicy",
-                   "parameters": {"assign": {"value": "Always"}}}),
+            json!({"applyTo": pods(), "location": "spec.containers[name: *].ports[containerPort: *].hostPort",
+                   "parameters": {"assign": {"value": 0}}}),
         ),
         assign(
             "b-from-metadata",
@@ -106,7 +107,7 @@ fn what_cannot_be_exported_exactly_is_refused_with_its_reason() {
     assert_eq!(
         reasons,
         [
-            "Assign/a-list: not exported: its location spec.containers[name: *].imagePullPolicy selects list elements; only locations of fields are exported yet",
+            "Assign/a-list: not exported: its location has a list selector below a glob, which is not exported yet",
             "Assign/b-from-metadata: not exported: its value comes from fromMetadata; only constant values are exported yet",
             "Assign/c-widget: not exported: it applies to Widget (example.com/v1), whose resource (plural) is not known offline; only built-in kinds are exported yet",
             "ModifySet/d-args: not exported: ModifySet mutators are not exported yet",
@@ -174,4 +175,63 @@ fn a_label_is_added_only_when_missing() {
             compared = compared
         ))
     );
+}
+
+/// The mutation's expression of the only mutator exported.
+fn expression(exported: &Export) -> &str {
+    exported.objects[0]["spec"]["mutations"][0]["jsonPatch"]["expression"]
+        .as_str()
+        .unwrap()
+}
+
+#[test]
+fn a_glob_sets_every_element_there_is_and_creates_none() {
+    let exported = export(&[assign(
+        "pull",
+        json!({"applyTo": pods(), "location": "spec.containers[name: *].securityContext.privileged",
+               "parameters": {"assign": {"value": false}}}),
+    )]);
+    assert_eq!(
+        expression(&exported),
+        concat!(
+            r#"(request.kind.group == "" && request.kind.version == "v1" && request.kind.kind == "Pod" && request.operation in ["CREATE", "UPDATE"])"#,
+            r#" ? (has(object.spec) ? (has(object.spec.containers) ? object.spec.containers.map(e,"#,
+            r#" (has(e.securityContext) ? JSONPatch{op: "add", path: "/spec/containers/" + string(object.spec.containers.map(x, x.name).indexOf(e.name)) + "/securityContext/privileged", value: false}"#,
+            r#" : JSONPatch{op: "add", path: "/spec/containers/" + string(object.spec.containers.map(x, x.name).indexOf(e.name)) + "/securityContext", value: {"privileged": false}}))"#,
+            r#" : []) : []) : []"#,
+        )
+    );
+}
+
+#[test]
+fn a_keyed_element_is_changed_or_appended_with_its_key() {
+    let exported = export(&[assign(
+        "port",
+        json!({"applyTo": pods(), "location": "spec.containers[name: app].ports[containerPort: 8080].protocol",
+               "parameters": {"assign": {"value": "TCP"}}}),
+    )]);
+    let containers = "object.spec.containers";
+    let app = format!(r#"{containers}.map(x, x.name).indexOf("app")"#);
+    let ports = format!("{containers}[{app}].ports");
+    let port = format!("{ports}.map(x, x.containerPort).indexOf(8080)");
+    assert_eq!(
+        expression(&exported),
+        format!(
+            concat!(
+                r#"(request.kind.group == "" && request.kind.version == "v1" && request.kind.kind == "Pod" && request.operation in ["CREATE", "UPDATE"])"#,
+                r#" ? (has(object.spec) ? (has({c}) ? ({app} >= 0"#,
+                r#" ? (has({c}[{app}].ports) ? ({port} >= 0"#,
+                r#" ? [JSONPatch{{op: "add", path: "/spec/containers/" + string({app}) + "/ports/" + string({port}) + "/protocol", value: "TCP"}}]"#,
+                r#" : [JSONPatch{{op: "add", path: "/spec/containers/" + string({app}) + "/ports/-", value: {{"containerPort": dyn(8080), "protocol": dyn("TCP")}}}}])"#,
+                r#" : [JSONPatch{{op: "add", path: "/spec/containers/" + string({app}) + "/ports", value: [{{"containerPort": dyn(8080), "protocol": dyn("TCP")}}]}}])"#,
+                r#" : [JSONPatch{{op: "add", path: "/spec/containers/-", value: {{"name": dyn("app"), "ports": dyn([{{"containerPort": dyn(8080), "protocol": dyn("TCP")}}])}}}}])"#,
+                r#" : [JSONPatch{{op: "add", path: "/spec/containers", value: [{{"name": dyn("app"), "ports": dyn([{{"containerPort": dyn(8080), "protocol": dyn("TCP")}}])}}]}}])"#,
+                r#" : [JSONPatch{{op: "add", path: "/spec", value: {{"containers": [{{"name": dyn("app"), "ports": dyn([{{"containerPort": dyn(8080), "protocol": dyn("TCP")}}])}}]}}}}]) : []"#,
+            ),
+            c = containers,
+            app = app,
+            port = port,
+        )
+    );
+    let _ = ports;
 }

@@ -1,0 +1,236 @@
+//! An Assign's JSON patch as CEL, node by node of its location, with the
+//! engine's rules for what is missing: a missing field is added with the
+//! rest of the path built below it (the engine creates parents), a keyed
+//! list element `[k: v]` that is not there is appended with its key, a
+//! glob `[k: *]` sets the field in every element there is and never creates
+//! one.
+//!
+//! ```text
+//!  spec . containers [name: *] . securityContext . readOnlyRootFilesystem
+//!  has(object.spec) ? (has(object.spec.containers) ?
+//!      object.spec.containers.map(e, <one patch for e at /spec/containers/<its index>>) : [])
+//!    : []                                  (a glob creates nothing)
+//! ```
+//!
+//! A list element's index comes from its key: `list.map(x, x.k).indexOf(v)`
+//! (Kubernetes' CEL `lists` library), so a patch names the element the
+//! engine changes.
+
+use sartor_location::{KeyValue, ListSelector, Node};
+use serde_json::{Map, Value, json};
+
+use crate::Reason;
+use crate::cel::{self, Step};
+
+/// A JSON pointer being built: literal text and CEL expressions of strings.
+#[derive(Debug, Clone, Default)]
+struct Pointer(Vec<Part>);
+
+#[derive(Debug, Clone)]
+enum Part {
+    Text(String),
+    Expression(String),
+}
+
+impl Pointer {
+    /// One field further down.
+    fn field(&self, name: &str) -> Pointer {
+        self.text(&format!("/{}", name.replace('~', "~0").replace('/', "~1")))
+    }
+
+    /// `text` appended.
+    fn text(&self, text: &str) -> Pointer {
+        let mut parts = self.0.clone();
+        match parts.last_mut() {
+            Some(Part::Text(last)) => last.push_str(text),
+            _ => parts.push(Part::Text(text.to_string())),
+        }
+        Pointer(parts)
+    }
+
+    /// The list element at the CEL integer `index`.
+    fn index(&self, index: &str) -> Pointer {
+        let mut pointer = self.text("/");
+        pointer.0.push(Part::Expression(format!("string({index})")));
+        pointer
+    }
+
+    /// As a CEL string expression.
+    fn render(&self) -> String {
+        let parts: Vec<String> = self
+            .0
+            .iter()
+            .map(|part| match part {
+                Part::Text(text) => cel::string(text),
+                Part::Expression(expression) => expression.clone(),
+            })
+            .collect();
+        match parts.is_empty() {
+            true => cel::string(""),
+            false => parts.join(" + "),
+        }
+    }
+}
+
+/// `JSONPatch{op: ..., path: ..., value: ...}`.
+fn operation(op: &str, path: &Pointer, value: &str) -> String {
+    format!(
+        "JSONPatch{{op: {}, path: {}, value: {value}}}",
+        cel::string(op),
+        path.render()
+    )
+}
+
+/// The patches (a CEL list) that set `value` at `nodes` below `object`.
+///
+/// # Errors
+/// A location the export cannot write exactly yet.
+pub(crate) fn assign(nodes: &[Node], value: &Value) -> Result<String, Reason> {
+    below("object", &Pointer::default(), nodes, value)
+}
+
+/// The patches that set `value` at `nodes` below `current` (at `pointer`).
+fn below(
+    current: &str,
+    pointer: &Pointer,
+    nodes: &[Node],
+    value: &Value,
+) -> Result<String, Reason> {
+    let Some((node, rest)) = nodes.split_first() else {
+        return Ok("[]".to_string());
+    };
+    match node {
+        Node::Field(name) => {
+            let step = Step::of(name);
+            let at = pointer.field(name);
+            if rest.is_empty() {
+                return Ok(format!("[{}]", operation("add", &at, &cel::literal(value))));
+            }
+            let present = below(&step.read(current), &at, rest, value)?;
+            let missing = match built(rest, value) {
+                Some(subtree) => format!("[{}]", operation("add", &at, &cel::literal(&subtree))),
+                None => "[]".to_string(),
+            };
+            Ok(format!(
+                "({} ? {present} : {missing})",
+                step.present(current)
+            ))
+        }
+        Node::List(selector) => element(current, pointer, selector, rest, value),
+    }
+}
+
+/// The patches for the list `current` (at `pointer`): the elements
+/// `selector` picks, then `rest` below each.
+fn element(
+    current: &str,
+    pointer: &Pointer,
+    selector: &ListSelector,
+    rest: &[Node],
+    value: &Value,
+) -> Result<String, Reason> {
+    let key = Step::of(&selector.key_field);
+    let keys = format!("{current}.map(x, {})", key.read("x"));
+    match &selector.key_value {
+        KeyValue::Glob => {
+            let fields = fields_only(rest).ok_or(Reason::NestedList)?;
+            if fields.is_empty() {
+                return Err(Reason::GlobElement);
+            }
+            let index = format!("{keys}.indexOf({})", key.read("e"));
+            Ok(format!(
+                "{current}.map(e, {})",
+                one("e", &pointer.index(&index), &fields, value)
+            ))
+        }
+        KeyValue::String(_) | KeyValue::Integer(_) => {
+            let wanted = key_literal(&selector.key_value);
+            let index = format!("{keys}.indexOf({})", cel::literal(&wanted));
+            let at = pointer.index(&index);
+            let present = match rest.is_empty() {
+                true => format!("[{}]", operation("replace", &at, &cel::literal(value))),
+                false => below(&format!("{current}[{index}]"), &at, rest, value)?,
+            };
+            let appended = new_element(selector, rest, value).ok_or(Reason::NestedList)?;
+            Ok(format!(
+                "({index} >= 0 ? {present} : [{}])",
+                operation("add", &pointer.text("/-"), &cel::literal(&appended))
+            ))
+        }
+        KeyValue::NotIn(_) => Err(Reason::NotIn),
+    }
+}
+
+/// One patch for `current` (at `pointer`) setting `value` at `fields`: the
+/// first missing field is added with the rest built below it.
+fn one(current: &str, pointer: &Pointer, fields: &[&str], value: &Value) -> String {
+    let Some((name, rest)) = fields.split_first() else {
+        return "[]".to_string();
+    };
+    let step = Step::of(name);
+    let at = pointer.field(name);
+    if rest.is_empty() {
+        return operation("add", &at, &cel::literal(value));
+    }
+    let rest_nodes: Vec<Node> = rest.iter().map(|f| Node::Field((*f).to_string())).collect();
+    let subtree = built(&rest_nodes, value).unwrap_or(Value::Null);
+    format!(
+        "({} ? {} : {})",
+        step.present(current),
+        one(&step.read(current), &at, rest, value),
+        operation("add", &at, &cel::literal(&subtree))
+    )
+}
+
+/// The field names of `nodes` when they are all fields.
+fn fields_only(nodes: &[Node]) -> Option<Vec<&str>> {
+    nodes
+        .iter()
+        .map(|node| match node {
+            Node::Field(name) => Some(name.as_str()),
+            Node::List(_) => None,
+        })
+        .collect()
+}
+
+/// What the engine creates for `nodes` missing, `value` at the end: `None`
+/// when a glob is on the way (a glob creates nothing).
+fn built(nodes: &[Node], value: &Value) -> Option<Value> {
+    let Some((node, rest)) = nodes.split_first() else {
+        return Some(value.clone());
+    };
+    match node {
+        Node::Field(name) => {
+            let mut object = Map::new();
+            object.insert(name.clone(), built(rest, value)?);
+            Some(Value::Object(object))
+        }
+        Node::List(selector) => Some(json!([new_element(selector, rest, value)?])),
+    }
+}
+
+/// The element `selector` names, made as the engine makes one that is not
+/// there: its key, and `rest` built below (or `value` itself when the
+/// location ends at the element).
+fn new_element(selector: &ListSelector, rest: &[Node], value: &Value) -> Option<Value> {
+    if matches!(selector.key_value, KeyValue::Glob | KeyValue::NotIn(_)) {
+        return None;
+    }
+    if rest.is_empty() {
+        return Some(value.clone());
+    }
+    let mut element = built(rest, value)?;
+    element
+        .as_object_mut()?
+        .insert(selector.key_field.clone(), key_literal(&selector.key_value));
+    Some(element)
+}
+
+/// A key value as JSON: a string, or an integer.
+fn key_literal(key: &KeyValue) -> Value {
+    match key {
+        KeyValue::String(text) => Value::from(text.as_str()),
+        KeyValue::Integer(number) => Value::from(*number),
+        KeyValue::Glob | KeyValue::NotIn(_) => Value::Null,
+    }
+}
