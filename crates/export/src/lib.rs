@@ -20,6 +20,7 @@
 //! order between them.
 
 mod cel;
+mod passes;
 mod patch;
 mod resources;
 
@@ -125,6 +126,9 @@ pub enum Reason {
     /// Its location (or a pathTest's) cannot be read as fields.
     #[error("{0} selects list elements, which only an Assign's location may do yet")]
     ListInLocation(String),
+    /// A pathTest on elements a glob selects.
+    #[error("its pathTest {0} tests elements a glob or notin selects, which is not exported yet")]
+    GlobPathTest(String),
     /// A glob followed by another list selector.
     #[error("its location has a list selector below a glob, which is not exported yet")]
     NestedList,
@@ -170,10 +174,10 @@ struct Mutation {
     rules: BTreeSet<Rule>,
     /// The JSONPatch expression: the patch when the guard holds, else none.
     expression: String,
-    /// The paths (field names) it writes.
-    writes: Vec<Vec<String>>,
-    /// The paths its guard reads.
-    reads: Vec<Vec<String>>,
+    /// The paths it writes.
+    writes: Vec<Vec<passes::Segment>>,
+    /// What its decision reads.
+    reads: Vec<passes::Read>,
     /// The kinds (group, kind) it can apply to; `None`: any kind.
     kinds: Option<BTreeSet<(String, String)>>,
 }
@@ -256,11 +260,15 @@ fn needs_second_pass(mutations: &[Mutation]) -> Option<(usize, Reason)> {
                 continue;
             }
             for read in &reader.reads {
-                if writer.writes.iter().any(|write| overlaps(read, write)) {
+                if writer
+                    .writes
+                    .iter()
+                    .any(|write| passes::overlaps(read, write))
+                {
                     return Some((
                         index,
                         Reason::NeedsSecondPass {
-                            path: read.join("."),
+                            path: passes::Shown(&read.path).to_string(),
                             writer: named(&writer.id),
                         },
                     ));
@@ -269,11 +277,6 @@ fn needs_second_pass(mutations: &[Mutation]) -> Option<(usize, Reason)> {
         }
     }
     None
-}
-
-/// Whether one path is a prefix of the other.
-fn overlaps(a: &[String], b: &[String]) -> bool {
-    a.iter().zip(b).all(|(x, y)| x == y)
 }
 
 /// One mutator as a mutation, or why it cannot be one.
@@ -290,49 +293,26 @@ fn translate(id: &MutatorId, spec: &MutatorObject) -> Result<Mutation, Reason> {
         return Err(Reason::GeneratedOnly);
     }
     let path = Path::parse(location).map_err(|_| Reason::ListInLocation(location.to_string()))?;
-    // What it writes, for the second-pass check: its fields, lists by name.
-    let names: Vec<String> = path
-        .nodes()
-        .iter()
-        .filter_map(|node| match node {
-            Node::Field(name) => Some(name.clone()),
-            Node::List(_) => None,
-        })
-        .collect();
+    let written = passes::segments(&path);
     let mut reads = match_reads(criteria);
-    // A list selector reads the elements' keys (a later mutator adding an
-    // element would need a second pass); a keyed one may add an element.
-    let mut writes = vec![names.clone()];
-    let mut fields = Vec::new();
-    for node in path.nodes() {
-        match node {
-            Node::Field(name) => fields.push(name.clone()),
-            Node::List(selector) => {
-                let mut key = fields.clone();
-                key.push(selector.key_field.clone());
-                reads.push(key);
-                if !matches!(
-                    selector.key_value,
-                    sartor_location::KeyValue::Glob | sartor_location::KeyValue::NotIn(_)
-                ) {
-                    writes.push(fields.clone());
-                }
-            }
-        }
-    }
+    reads.extend(passes::selector_reads(&written));
     let (rules, applies, patches) = match spec {
         MutatorObject::Assign(assign) => {
             let value = constant(&assign.spec.parameters.assign)?;
             let (rules, applies) = apply_to(&assign.spec.apply_to)?;
             let mut tests = Vec::new();
             for test in &assign.spec.parameters.path_tests {
-                let sub = field_names(&test.sub_path)?;
-                let present = cel::has_path("object", &sub);
+                let refused = || Reason::GlobPathTest(test.sub_path.clone());
+                let sub = Path::parse(&test.sub_path).map_err(|_| refused())?;
+                let present = patch::present(sub.nodes()).ok_or_else(refused)?;
                 tests.push(match test.condition {
                     Condition::MustExist => format!("({present})"),
                     Condition::MustNotExist => format!("!({present})"),
                 });
-                reads.push(sub);
+                reads.push(passes::Read {
+                    path: passes::segments(&sub),
+                    existence: true,
+                });
             }
             let applies = std::iter::once(applies).chain(tests).collect::<Vec<_>>();
             (
@@ -366,7 +346,7 @@ fn translate(id: &MutatorId, spec: &MutatorObject) -> Result<Mutation, Reason> {
         id: id.clone(),
         rules,
         expression,
-        writes,
+        writes: vec![written],
         reads,
         kinds,
     })
@@ -523,8 +503,11 @@ fn kinds_rules(criteria: &Match) -> Result<BTreeSet<Rule>, Reason> {
 }
 
 /// What `match` reads of the object, which a write before it may change.
-fn match_reads(criteria: &Match) -> Vec<Vec<String>> {
-    let path = |names: &[&str]| names.iter().map(|n| (*n).to_string()).collect::<Vec<_>>();
+fn match_reads(criteria: &Match) -> Vec<passes::Read> {
+    let value = |names: &[&str]| passes::Read {
+        path: passes::fields(names),
+        existence: false,
+    };
     let mut reads = Vec::new();
     // A namespaceSelector reads a Namespace's own labels.
     for selector in [&criteria.label_selector, &criteria.namespace_selector]
@@ -536,15 +519,15 @@ fn match_reads(criteria: &Match) -> Vec<Vec<String>> {
             .keys()
             .chain(selector.match_expressions.iter().map(|r| &r.key));
         for key in keys {
-            reads.push(path(&["metadata", "labels", key]));
+            reads.push(value(&["metadata", "labels", key]));
         }
     }
     if criteria.name.is_some()
         || !criteria.namespaces.is_empty()
         || !criteria.excluded_namespaces.is_empty()
     {
-        reads.push(path(&["metadata", "name"]));
-        reads.push(path(&["metadata", "generateName"]));
+        reads.push(value(&["metadata", "name"]));
+        reads.push(value(&["metadata", "generateName"]));
     }
     reads
 }

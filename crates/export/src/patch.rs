@@ -226,6 +226,36 @@ fn new_element(selector: &ListSelector, rest: &[Node], value: &Value) -> Option<
     Some(element)
 }
 
+/// Whether everything `nodes` names is there below `object`: fields and
+/// keyed elements (`None` for a glob or `notin`, which test each element).
+pub(crate) fn present(nodes: &[Node]) -> Option<String> {
+    let mut current = "object".to_string();
+    let mut tests = Vec::new();
+    for node in nodes {
+        match node {
+            Node::Field(name) => {
+                let step = Step::of(name);
+                tests.push(step.present(&current));
+                current = step.read(&current);
+            }
+            Node::List(selector) => {
+                if matches!(selector.key_value, KeyValue::Glob | KeyValue::NotIn(_)) {
+                    return None;
+                }
+                let key = Step::of(&selector.key_field);
+                let index = format!(
+                    "{current}.map(x, {}).indexOf({})",
+                    key.read("x"),
+                    cel::literal(&key_literal(&selector.key_value))
+                );
+                tests.push(format!("{index} >= 0"));
+                current = format!("{current}[{index}]");
+            }
+        }
+    }
+    Some(tests.join(" && "))
+}
+
 /// A key value as JSON: a string, or an integer.
 fn key_literal(key: &KeyValue) -> Value {
     match key {
