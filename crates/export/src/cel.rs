@@ -59,6 +59,65 @@ pub(crate) fn literal(value: &Value) -> String {
     }
 }
 
+/// A literal being built around values only known in CEL: JSON, a CEL
+/// expression (`request.namespace`), and maps and lists of them.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Literal {
+    /// A JSON value.
+    Json(Value),
+    /// A CEL expression, of a type the export does not know.
+    Expression(String),
+    /// A map, its members by key.
+    Map(Vec<(String, Literal)>),
+    /// A list.
+    List(Vec<Literal>),
+}
+
+impl Literal {
+    /// As CEL text: keys in order, mixed members `dyn(...)`.
+    pub(crate) fn render(&self) -> String {
+        match self {
+            Literal::Json(value) => literal(value),
+            Literal::Expression(expression) => expression.clone(),
+            Literal::Map(members) => {
+                let mut members: Vec<&(String, Literal)> = members.iter().collect();
+                members.sort_by(|a, b| a.0.cmp(&b.0));
+                let mixed = Literal::mixed(members.iter().map(|(_, m)| m));
+                let members: Vec<String> = members
+                    .iter()
+                    .map(|(key, m)| format!("{}: {}", string(key), m.member(mixed)))
+                    .collect();
+                format!("{{{}}}", members.join(", "))
+            }
+            Literal::List(items) => {
+                let mixed = Literal::mixed(items.iter());
+                let items: Vec<String> = items.iter().map(|m| m.member(mixed)).collect();
+                format!("[{}]", items.join(", "))
+            }
+        }
+    }
+
+    fn member(&self, mixed: bool) -> String {
+        match mixed {
+            true => format!("dyn({})", self.render()),
+            false => self.render(),
+        }
+    }
+
+    /// Whether members may be of more than one type: JSON's as [`mixed`]
+    /// tells; an expression, a map or a list beside another member may be.
+    fn mixed<'a>(members: impl Iterator<Item = &'a Literal>) -> bool {
+        let members: Vec<&Literal> = members.collect();
+        match members.iter().all(|m| matches!(m, Literal::Json(_))) {
+            true => mixed(members.iter().filter_map(|m| match m {
+                Literal::Json(value) => Some(value),
+                _ => None,
+            })),
+            false => members.len() > 1,
+        }
+    }
+}
+
 /// A member of a list or map literal, `dyn(...)` among mixed types.
 fn member(value: &Value, mixed: bool) -> String {
     match mixed {

@@ -120,8 +120,8 @@ pub enum Reason {
     /// Its kind has no translation yet.
     #[error("{0} mutators are not exported yet")]
     Kind(MutatorKind),
-    /// Its value is not a constant.
-    #[error("its value comes from {0}; only constant values are exported yet")]
+    /// Its value comes from where the policy cannot get it.
+    #[error("its value comes from {0}, which is not exported")]
     NotConstant(&'static str),
     /// Its location (or a pathTest's) cannot be read as fields.
     #[error("{0} selects list elements, which only an Assign's location may do yet")]
@@ -174,8 +174,8 @@ struct Mutation {
     rules: BTreeSet<Rule>,
     /// The JSONPatch expression: the patch when the guard holds, else none.
     expression: String,
-    /// The paths it writes.
-    writes: Vec<Vec<passes::Segment>>,
+    /// What it writes.
+    writes: Vec<passes::Write>,
     /// What its decision reads.
     reads: Vec<passes::Read>,
     /// The kinds (group, kind) it can apply to; `None`: any kind.
@@ -294,11 +294,12 @@ fn translate(id: &MutatorId, spec: &MutatorObject) -> Result<Mutation, Reason> {
     }
     let path = Path::parse(location).map_err(|_| Reason::ListInLocation(location.to_string()))?;
     let written = passes::segments(&path);
+    let mut removes = false;
     let mut reads = match_reads(criteria);
     reads.extend(passes::selector_reads(&written));
     let (rules, applies, patches) = match spec {
         MutatorObject::Assign(assign) => {
-            let value = constant(&assign.spec.parameters.assign)?;
+            let source = source(&assign.spec.parameters.assign)?;
             let (rules, applies) = apply_to(&assign.spec.apply_to)?;
             let mut tests = Vec::new();
             for test in &assign.spec.parameters.path_tests {
@@ -315,17 +316,24 @@ fn translate(id: &MutatorId, spec: &MutatorObject) -> Result<Mutation, Reason> {
                 });
             }
             let applies = std::iter::once(applies).chain(tests).collect::<Vec<_>>();
-            (
-                rules,
-                applies.join(" && "),
-                patch::assign(path.nodes(), value)?,
-            )
+            let (patches, when) = match source {
+                Source::Set { value, when } => (patch::assign(path.nodes(), &value)?, when),
+                Source::Remove => {
+                    removes = true;
+                    (patch::remove(path.nodes())?, None)
+                }
+            };
+            let applies = applies.into_iter().chain(when).collect::<Vec<_>>();
+            (rules, applies.join(" && "), patches)
         }
         MutatorObject::AssignMetadata(meta) => {
-            let value = constant(&meta.spec.parameters.assign)?;
+            let Source::Set { value, when } = source(&meta.spec.parameters.assign)? else {
+                return Err(Reason::NotConstant("remove"));
+            };
             let rules = kinds_rules(criteria)?;
             let names = field_names(location)?;
-            (rules, "true".to_string(), metadata_patch(&names, value))
+            let applies = when.unwrap_or_else(|| "true".to_string());
+            (rules, applies, metadata_patch(&names, &value))
         }
         other => return Err(Reason::Kind(other.kind())),
     };
@@ -346,7 +354,10 @@ fn translate(id: &MutatorId, spec: &MutatorObject) -> Result<Mutation, Reason> {
         id: id.clone(),
         rules,
         expression,
-        writes: vec![written],
+        writes: vec![passes::Write {
+            path: written,
+            removes,
+        }],
         reads,
         kinds,
     })
@@ -365,24 +376,68 @@ fn field_names(location: &str) -> Result<Vec<String>, Reason> {
         .collect()
 }
 
-/// The constant value of `assign`, or where its value comes from instead.
-fn constant(assign: &sartor_api::AssignField) -> Result<&Value, Reason> {
-    if assign.from_metadata.is_some() {
-        return Err(Reason::NotConstant("fromMetadata"));
-    }
-    if assign.from_namespace.is_some() {
-        return Err(Reason::NotConstant("fromNamespace"));
-    }
+/// Where a mutator's value comes from, in CEL.
+enum Source {
+    /// This value, when `when` holds (a Namespace's label may be missing).
+    Set {
+        value: cel::Literal,
+        when: Option<String>,
+    },
+    /// `remove: true`.
+    Remove,
+}
+
+/// The source of `assign`'s value, as the engine reads it.
+fn source(assign: &sartor_api::AssignField) -> Result<Source, Reason> {
+    use sartor_api::MetadataField;
+    let set = |value: cel::Literal| Ok(Source::Set { value, when: None });
     if assign.external_data.is_some() {
-        return Err(Reason::NotConstant("externalData"));
+        return Err(Reason::NotConstant(
+            "externalData (the API server cannot ask a provider)",
+        ));
     }
     if assign.remove == Some(true) {
-        return Err(Reason::NotConstant("remove"));
+        return Ok(Source::Remove);
     }
-    assign
-        .value
-        .as_ref()
-        .ok_or(Reason::NotConstant("nothing (no value)"))
+    if let Some(from) = &assign.from_metadata {
+        // "" for an object without a name yet or outside a namespace, as
+        // Gatekeeper gives.
+        return set(cel::Literal::Expression(match from.field {
+            MetadataField::Name => {
+                r#"(has(object.metadata.name) ? object.metadata.name : "")"#.to_string()
+            }
+            MetadataField::Namespace => "request.namespace".to_string(),
+        }));
+    }
+    if let Some(from) = &assign.from_namespace {
+        let (map, key) = match (&from.label, &from.annotation) {
+            (Some(label), _) => ("labels", label),
+            (None, Some(annotation)) => ("annotations", annotation),
+            (None, None) => return Err(Reason::NotConstant("fromNamespace without a key")),
+        };
+        let map = format!("namespaceObject.metadata.{map}");
+        let found = format!("(has({map}) && {} in {map})", cel::string(key));
+        let read = format!("{map}[{}]", cel::string(key));
+        // Nothing outside a namespace; the default when the key is missing.
+        let inside = r#"request.namespace != "" && namespaceObject != null"#;
+        return Ok(match &from.default {
+            Some(default) => Source::Set {
+                value: cel::Literal::Expression(format!(
+                    "({found} ? {read} : {})",
+                    cel::string(default)
+                )),
+                when: Some(format!("({inside})")),
+            },
+            None => Source::Set {
+                value: cel::Literal::Expression(read),
+                when: Some(format!("({inside} && {found})")),
+            },
+        });
+    }
+    match &assign.value {
+        Some(value) => set(cel::Literal::Json(value.clone())),
+        None => Err(Reason::NotConstant("nothing (no value)")),
+    }
 }
 
 /// The operations an `applyTo` entry names (every operation when none).
@@ -618,7 +673,7 @@ fn criteria_guard(criteria: &Match) -> String {
 
 /// An AssignMetadata's patch: the label or annotation added when it is not
 /// there (Gatekeeper never changes one that is), the map too when missing.
-fn metadata_patch(names: &[String], value: &Value) -> String {
+fn metadata_patch(names: &[String], value: &cel::Literal) -> String {
     let (Some(key), Some(map)) = (names.last(), names.get(..names.len().saturating_sub(1))) else {
         return "[]".to_string();
     };
@@ -628,10 +683,10 @@ fn metadata_patch(names: &[String], value: &Value) -> String {
         cel::has_path("object", map),
         cel::string(&cel::pointer(map)),
         cel::string(key),
-        cel::literal(value),
+        value.render(),
         cel::string(key),
         cel::string(&cel::pointer(names)),
-        cel::literal(value)
+        value.render()
     )
 }
 

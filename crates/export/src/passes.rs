@@ -75,8 +75,19 @@ pub(crate) fn selector_reads(location: &[Segment]) -> Vec<Read> {
         .collect()
 }
 
+/// What a mutator writes.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Write {
+    /// Where.
+    pub(crate) path: Vec<Segment>,
+    /// Whether it removes (a removal creates nothing on its way).
+    pub(crate) removes: bool,
+}
+
 /// Whether writing `write` may change what `read` reads.
-pub(crate) fn overlaps(read: &Read, write: &[Segment]) -> bool {
+pub(crate) fn overlaps(read: &Read, write: &Write) -> bool {
+    let removes = write.removes;
+    let write = write.path.as_slice();
     let same = read.path.iter().zip(write).all(|pair| match pair {
         (Segment::Field(a), Segment::Field(b)) => a == b,
         (Segment::Element { key: a, value: x }, Segment::Element { key: b, value: y }) => {
@@ -89,6 +100,10 @@ pub(crate) fn overlaps(read: &Read, write: &[Segment]) -> bool {
     }
     if !read.existence || write.len() < read.path.len() {
         return true;
+    }
+    if removes {
+        // Removing what is read, or something below it that is not it.
+        return write.len() == read.path.len();
     }
     // The writer goes through what is read: it creates it when missing,
     // unless it is every element there is.
@@ -131,6 +146,13 @@ mod tests {
         segments(&Path::parse(location).unwrap())
     }
 
+    fn sets(location: &str) -> Write {
+        Write {
+            path: path(location),
+            removes: false,
+        }
+    }
+
     fn exists(location: &str) -> Read {
         Read {
             path: path(location),
@@ -141,10 +163,10 @@ mod tests {
     #[test]
     fn a_glob_reads_which_elements_there_are() {
         let every = exists("spec.containers[name: *]");
-        assert!(overlaps(&every, &path("spec.containers[name: sidecar]")));
-        assert!(overlaps(&every, &path("spec.containers")));
-        assert!(!overlaps(&every, &path("spec.containers[name: *].image")));
-        assert!(!overlaps(&every, &path("spec.volumes[name: data]")));
+        assert!(overlaps(&every, &sets("spec.containers[name: sidecar]")));
+        assert!(overlaps(&every, &sets("spec.containers")));
+        assert!(!overlaps(&every, &sets("spec.containers[name: *].image")));
+        assert!(!overlaps(&every, &sets("spec.volumes[name: data]")));
     }
 
     #[test]
@@ -152,26 +174,44 @@ mod tests {
         let app = exists("spec.containers[name: app]");
         assert!(overlaps(
             &app,
-            &path("spec.containers[name: app].ports[containerPort: 80].name")
+            &sets("spec.containers[name: app].ports[containerPort: 80].name")
         ));
-        assert!(!overlaps(&app, &path("spec.containers[name: sidecar]")));
+        assert!(!overlaps(&app, &sets("spec.containers[name: sidecar]")));
         assert!(!overlaps(
             &app,
-            &path("spec.containers[name: *].securityContext.privileged")
+            &sets("spec.containers[name: *].securityContext.privileged")
         ));
+    }
+
+    #[test]
+    fn a_removal_below_an_element_leaves_it_there() {
+        let app = exists("spec.containers[name: app]");
+        let removal = |location: &str| Write {
+            path: path(location),
+            removes: true,
+        };
+        assert!(!overlaps(
+            &app,
+            &removal("spec.containers[name: app].ports[containerPort: 80].hostPort")
+        ));
+        assert!(overlaps(&app, &removal("spec.containers[name: app]")));
     }
 
     #[test]
     fn a_field_tested_is_created_by_writes_below_it() {
         let context = exists("spec.securityContext");
-        assert!(overlaps(&context, &path("spec.securityContext.runAsUser")));
-        assert!(!overlaps(&context, &path("spec.hostname")));
+        assert!(overlaps(&context, &sets("spec.securityContext.runAsUser")));
+        assert!(!overlaps(&context, &sets("spec.hostname")));
         let label = Read {
             path: fields(&["metadata", "labels", "tier"]),
             existence: false,
         };
-        assert!(overlaps(&label, &fields(&["metadata", "labels"])));
-        assert!(!overlaps(&label, &fields(&["metadata", "labels", "team"])));
+        let labels = |names: &[&str]| Write {
+            path: fields(names),
+            removes: false,
+        };
+        assert!(overlaps(&label, &labels(&["metadata", "labels"])));
+        assert!(!overlaps(&label, &labels(&["metadata", "labels", "team"])));
         assert_eq!(
             Shown(&path("spec.containers[name: app].ports[containerPort: 80]")).to_string(),
             "spec.containers[name: app].ports[containerPort: 80]"

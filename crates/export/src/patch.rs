@@ -17,10 +17,10 @@
 //! engine changes.
 
 use sartor_location::{KeyValue, ListSelector, Node};
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 
 use crate::Reason;
-use crate::cel::{self, Step};
+use crate::cel::{self, Literal, Step};
 
 /// A JSON pointer being built: literal text and CEL expressions of strings.
 #[derive(Debug, Clone, Default)]
@@ -85,7 +85,7 @@ fn operation(op: &str, path: &Pointer, value: &str) -> String {
 ///
 /// # Errors
 /// A location the export cannot write exactly yet.
-pub(crate) fn assign(nodes: &[Node], value: &Value) -> Result<String, Reason> {
+pub(crate) fn assign(nodes: &[Node], value: &Literal) -> Result<String, Reason> {
     below("object", &Pointer::default(), nodes, value)
 }
 
@@ -94,7 +94,7 @@ fn below(
     current: &str,
     pointer: &Pointer,
     nodes: &[Node],
-    value: &Value,
+    value: &Literal,
 ) -> Result<String, Reason> {
     let Some((node, rest)) = nodes.split_first() else {
         return Ok("[]".to_string());
@@ -104,11 +104,11 @@ fn below(
             let step = Step::of(name);
             let at = pointer.field(name);
             if rest.is_empty() {
-                return Ok(format!("[{}]", operation("add", &at, &cel::literal(value))));
+                return Ok(format!("[{}]", operation("add", &at, &value.render())));
             }
             let present = below(&step.read(current), &at, rest, value)?;
             let missing = match built(rest, value) {
-                Some(subtree) => format!("[{}]", operation("add", &at, &cel::literal(&subtree))),
+                Some(subtree) => format!("[{}]", operation("add", &at, &subtree.render())),
                 None => "[]".to_string(),
             };
             Ok(format!(
@@ -127,7 +127,7 @@ fn element(
     pointer: &Pointer,
     selector: &ListSelector,
     rest: &[Node],
-    value: &Value,
+    value: &Literal,
 ) -> Result<String, Reason> {
     let key = Step::of(&selector.key_field);
     let keys = format!("{current}.map(x, {})", key.read("x"));
@@ -148,13 +148,13 @@ fn element(
             let index = format!("{keys}.indexOf({})", cel::literal(&wanted));
             let at = pointer.index(&index);
             let present = match rest.is_empty() {
-                true => format!("[{}]", operation("replace", &at, &cel::literal(value))),
+                true => format!("[{}]", operation("replace", &at, &value.render())),
                 false => below(&format!("{current}[{index}]"), &at, rest, value)?,
             };
             let appended = new_element(selector, rest, value).ok_or(Reason::NestedList)?;
             Ok(format!(
                 "({index} >= 0 ? {present} : [{}])",
-                operation("add", &pointer.text("/-"), &cel::literal(&appended))
+                operation("add", &pointer.text("/-"), &appended.render())
             ))
         }
         KeyValue::NotIn(_) => Err(Reason::NotIn),
@@ -163,22 +163,22 @@ fn element(
 
 /// One patch for `current` (at `pointer`) setting `value` at `fields`: the
 /// first missing field is added with the rest built below it.
-fn one(current: &str, pointer: &Pointer, fields: &[&str], value: &Value) -> String {
+fn one(current: &str, pointer: &Pointer, fields: &[&str], value: &Literal) -> String {
     let Some((name, rest)) = fields.split_first() else {
         return "[]".to_string();
     };
     let step = Step::of(name);
     let at = pointer.field(name);
     if rest.is_empty() {
-        return operation("add", &at, &cel::literal(value));
+        return operation("add", &at, &value.render());
     }
     let rest_nodes: Vec<Node> = rest.iter().map(|f| Node::Field((*f).to_string())).collect();
-    let subtree = built(&rest_nodes, value).unwrap_or(Value::Null);
+    let subtree = built(&rest_nodes, value).unwrap_or(Literal::Json(Value::Null));
     format!(
         "({} ? {} : {})",
         step.present(current),
         one(&step.read(current), &at, rest, value),
-        operation("add", &at, &cel::literal(&subtree))
+        operation("add", &at, &subtree.render())
     )
 }
 
@@ -195,35 +195,34 @@ fn fields_only(nodes: &[Node]) -> Option<Vec<&str>> {
 
 /// What the engine creates for `nodes` missing, `value` at the end: `None`
 /// when a glob is on the way (a glob creates nothing).
-fn built(nodes: &[Node], value: &Value) -> Option<Value> {
+fn built(nodes: &[Node], value: &Literal) -> Option<Literal> {
     let Some((node, rest)) = nodes.split_first() else {
         return Some(value.clone());
     };
     match node {
-        Node::Field(name) => {
-            let mut object = Map::new();
-            object.insert(name.clone(), built(rest, value)?);
-            Some(Value::Object(object))
-        }
-        Node::List(selector) => Some(json!([new_element(selector, rest, value)?])),
+        Node::Field(name) => Some(Literal::Map(vec![(name.clone(), built(rest, value)?)])),
+        Node::List(selector) => Some(Literal::List(vec![new_element(selector, rest, value)?])),
     }
 }
 
 /// The element `selector` names, made as the engine makes one that is not
 /// there: its key, and `rest` built below (or `value` itself when the
 /// location ends at the element).
-fn new_element(selector: &ListSelector, rest: &[Node], value: &Value) -> Option<Value> {
+fn new_element(selector: &ListSelector, rest: &[Node], value: &Literal) -> Option<Literal> {
     if matches!(selector.key_value, KeyValue::Glob | KeyValue::NotIn(_)) {
         return None;
     }
     if rest.is_empty() {
         return Some(value.clone());
     }
-    let mut element = built(rest, value)?;
-    element
-        .as_object_mut()?
-        .insert(selector.key_field.clone(), key_literal(&selector.key_value));
-    Some(element)
+    let Literal::Map(mut members) = built(rest, value)? else {
+        return None;
+    };
+    members.push((
+        selector.key_field.clone(),
+        Literal::Json(key_literal(&selector.key_value)),
+    ));
+    Some(Literal::Map(members))
 }
 
 /// Whether everything `nodes` names is there below `object`: fields and
@@ -262,5 +261,66 @@ fn key_literal(key: &KeyValue) -> Value {
         KeyValue::String(text) => Value::from(text.as_str()),
         KeyValue::Integer(number) => Value::from(*number),
         KeyValue::Glob | KeyValue::NotIn(_) => Value::Null,
+    }
+}
+
+/// The patches (a CEL list) that remove what `nodes` names below `object`,
+/// where it is there: nothing is created.
+///
+/// # Errors
+/// A location the export cannot remove exactly yet.
+pub(crate) fn remove(nodes: &[Node]) -> Result<String, Reason> {
+    removed("object", &Pointer::default(), nodes)
+}
+
+/// The removals of `nodes` below `current` (at `pointer`).
+fn removed(current: &str, pointer: &Pointer, nodes: &[Node]) -> Result<String, Reason> {
+    let Some((node, rest)) = nodes.split_first() else {
+        return Ok("[]".to_string());
+    };
+    let removal = |at: &Pointer| format!("JSONPatch{{op: \"remove\", path: {}}}", at.render());
+    match node {
+        Node::Field(name) => {
+            let step = Step::of(name);
+            let at = pointer.field(name);
+            let present = match rest.is_empty() {
+                true => format!("[{}]", removal(&at)),
+                false => removed(&step.read(current), &at, rest)?,
+            };
+            Ok(format!("({} ? {present} : [])", step.present(current)))
+        }
+        Node::List(selector) => {
+            let key = Step::of(&selector.key_field);
+            let keys = format!("{current}.map(x, {})", key.read("x"));
+            match &selector.key_value {
+                KeyValue::Glob => {
+                    let fields = fields_only(rest).ok_or(Reason::NestedList)?;
+                    if fields.is_empty() {
+                        return Err(Reason::GlobElement);
+                    }
+                    let names: Vec<String> = fields.iter().map(|f| (*f).to_string()).collect();
+                    let mut at = pointer.index(&format!("{keys}.indexOf({})", key.read("e")));
+                    for name in &fields {
+                        at = at.field(name);
+                    }
+                    Ok(format!(
+                        "{current}.filter(e, {}).map(e, {})",
+                        cel::has_path("e", &names),
+                        removal(&at)
+                    ))
+                }
+                KeyValue::String(_) | KeyValue::Integer(_) => {
+                    let wanted = key_literal(&selector.key_value);
+                    let index = format!("{keys}.indexOf({})", cel::literal(&wanted));
+                    let at = pointer.index(&index);
+                    let present = match rest.is_empty() {
+                        true => format!("[{}]", removal(&at)),
+                        false => removed(&format!("{current}[{index}]"), &at, rest)?,
+                    };
+                    Ok(format!("({index} >= 0 ? {present} : [])"))
+                }
+                KeyValue::NotIn(_) => Err(Reason::NotIn),
+            }
+        }
     }
 }

@@ -89,9 +89,9 @@ fn what_cannot_be_exported_exactly_is_refused_with_its_reason() {
                    "parameters": {"assign": {"value": 0}}}),
         ),
         assign(
-            "b-from-metadata",
+            "b-external",
             json!({"applyTo": pods(), "location": "spec.hostname",
-                   "parameters": {"assign": {"fromMetadata": {"field": "name"}}}}),
+                   "parameters": {"assign": {"externalData": {"provider": "names"}}}}),
         ),
         assign(
             "c-widget",
@@ -108,7 +108,7 @@ fn what_cannot_be_exported_exactly_is_refused_with_its_reason() {
         reasons,
         [
             "Assign/a-list: not exported: its location has a list selector below a glob, which is not exported yet",
-            "Assign/b-from-metadata: not exported: its value comes from fromMetadata; only constant values are exported yet",
+            "Assign/b-external: not exported: its value comes from externalData (the API server cannot ask a provider), which is not exported",
             "Assign/c-widget: not exported: it applies to Widget (example.com/v1), whose resource (plural) is not known offline; only built-in kinds are exported yet",
             "ModifySet/d-args: not exported: ModifySet mutators are not exported yet",
         ]

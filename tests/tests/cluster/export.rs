@@ -55,9 +55,9 @@ fn admitted_as_predicted(suite: &Suite, objects: &str, expected: &[Value]) -> Re
             Some(probe),
         )?)?;
         same(
-            "the probe's data",
-            created["data"].clone(),
-            serde_json::json!({"exported": "yes"}),
+            "the probe's data.exported",
+            created["data"]["exported"].clone(),
+            Value::from("yes"),
         )
     })?;
     let actual = dry_run(&suite.plane, None, objects)?;
