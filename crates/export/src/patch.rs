@@ -129,14 +129,10 @@ fn element(
     rest: &[Node],
     value: &Literal,
 ) -> Result<String, Reason> {
-    let key = Step::of(&selector.key_field);
-    let keys = format!("{current}.map(x, {})", key.read("x"));
+    let (key, keys) = keys(current, selector);
     match &selector.key_value {
         KeyValue::Glob => {
-            let fields = fields_only(rest).ok_or(Reason::NestedList)?;
-            if fields.is_empty() {
-                return Err(Reason::GlobElement);
-            }
+            let fields = below_glob(rest)?;
             let index = format!("{keys}.indexOf({})", key.read("e"));
             Ok(format!(
                 "{current}.map(e, {})",
@@ -180,6 +176,24 @@ fn one(current: &str, pointer: &Pointer, fields: &[&str], value: &Literal) -> St
         one(&step.read(current), &at, rest, value),
         operation("add", &at, &subtree.render())
     )
+}
+
+/// The key field of `selector`'s elements, and the keys of the list
+/// `current` as a CEL list (`current.map(x, x.name)`).
+fn keys<'s>(current: &str, selector: &'s ListSelector) -> (Step<'s>, String) {
+    let key = Step::of(&selector.key_field);
+    let keys = format!("{current}.map(x, {})", key.read("x"));
+    (key, keys)
+}
+
+/// The fields below a glob: at least one, and no list (each element gets
+/// one patch, and CEL has no flattening of a list of lists).
+fn below_glob(rest: &[Node]) -> Result<Vec<&str>, Reason> {
+    let fields = fields_only(rest).ok_or(Reason::NestedList)?;
+    if fields.is_empty() {
+        return Err(Reason::GlobElement);
+    }
+    Ok(fields)
 }
 
 /// The field names of `nodes` when they are all fields.
@@ -290,14 +304,10 @@ fn removed(current: &str, pointer: &Pointer, nodes: &[Node]) -> Result<String, R
             Ok(format!("({} ? {present} : [])", step.present(current)))
         }
         Node::List(selector) => {
-            let key = Step::of(&selector.key_field);
-            let keys = format!("{current}.map(x, {})", key.read("x"));
+            let (key, keys) = keys(current, selector);
             match &selector.key_value {
                 KeyValue::Glob => {
-                    let fields = fields_only(rest).ok_or(Reason::NestedList)?;
-                    if fields.is_empty() {
-                        return Err(Reason::GlobElement);
-                    }
+                    let fields = below_glob(rest)?;
                     let names: Vec<String> = fields.iter().map(|f| (*f).to_string()).collect();
                     let mut at = pointer.index(&format!("{keys}.indexOf({})", key.read("e")));
                     for name in &fields {
