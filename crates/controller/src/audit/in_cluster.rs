@@ -43,6 +43,11 @@ const STATUS_MANAGER: &str = "sartor-audit";
 /// How long the watches' events gather before the reports are written.
 const SETTLE: Duration = Duration::from_secs(1);
 
+/// How long a watch's failure is said after it last failed. A watch that
+/// keeps failing fails again within kube-runtime's backoff (30 s at most,
+/// jitter aside); one that resumed is quiet.
+const WATCH_FAILURE_SAID: Duration = Duration::from_secs(60);
+
 /// How long after a failed write it is tried again (say, the CRDs missing).
 const RETRY: Duration = Duration::from_secs(5);
 
@@ -176,8 +181,10 @@ struct Problems {
     work: Option<String>,
     /// The kinds the last scan could not list (RBAC).
     forbidden: Option<String>,
-    /// Each failing watch's, by kind.
-    watches: BTreeMap<String, String>,
+    /// Each failing watch's, by kind, with when it last failed: a watch that
+    /// resumes where it was sends nothing until something changes, so a
+    /// failure not repeated within [`WATCH_FAILURE_SAID`] is taken as over.
+    watches: BTreeMap<String, (String, Instant)>,
     /// What `/readyz` says now.
     said: Option<String>,
 }
@@ -276,6 +283,11 @@ impl InClusterAudit {
             }
             scan_now = false;
             let write_at = due.map(|(at, _)| at);
+            let watch_failure_over = problems
+                .watches
+                .values()
+                .map(|(_, failed)| *failed + WATCH_FAILURE_SAID)
+                .min();
             // Whatever comes first: the interval, new mutators, the Lease,
             // a watch's event, the write of what changed.
             tokio::select! {
@@ -295,6 +307,10 @@ impl InClusterAudit {
                     {
                         due.get_or_insert((Instant::now() + SETTLE, Write::Changed));
                     }
+                    self.say(&mut problems);
+                },
+                // A watch's failure no longer said.
+                () = tokio::time::sleep_until(watch_failure_over.unwrap_or_else(Instant::now)), if watch_failure_over.is_some() => {
                     self.say(&mut problems);
                 },
                 () = tokio::time::sleep_until(write_at.unwrap_or_else(Instant::now)), if write_at.is_some() => {
@@ -365,13 +381,11 @@ impl InClusterAudit {
             }
             Err(error) => {
                 found.relisting.remove(&kind);
-                problems.watches.insert(
-                    kind,
-                    format!(
-                        "watching {} failed, retrying: {error}",
-                        super::listed_name(resource, None)
-                    ),
+                let said = format!(
+                    "watching {} failed, retrying: {error}",
+                    super::listed_name(resource, None)
                 );
+                problems.watches.insert(kind, (said, Instant::now()));
                 return false;
             }
         };
@@ -602,11 +616,20 @@ impl InClusterAudit {
     /// kind it may not list, else a watch's), and logs it when it is not the
     /// one said before.
     fn say(&self, problems: &mut Problems) {
+        problems
+            .watches
+            .retain(|_, (_, failed)| failed.elapsed() < WATCH_FAILURE_SAID);
         let now = problems
             .work
             .clone()
             .or_else(|| problems.forbidden.clone())
-            .or_else(|| problems.watches.values().next().cloned());
+            .or_else(|| {
+                problems
+                    .watches
+                    .values()
+                    .next()
+                    .map(|(said, _)| said.clone())
+            });
         self.feed
             .metrics()
             .set_audit_reports_written(problems.work.is_none());
