@@ -10,7 +10,7 @@
 //!                      built-in kinds, no value conditions) ──no──▶ Refusal
 //!    ──▶ a guard (applyTo, match, pathTests as CEL) and a JSON patch (parents
 //!        created as the engine creates them)
-//!    ──▶ one pass must do: a mutator reading what a later one writes is refused
+//!    ──▶ two runs must do: a mutator sartor may apply in a third pass is refused
 //!    ──▶ MutatingAdmissionPolicy (mutations in sartor's order, the install's
 //!        exclusions, failurePolicy) + MutatingAdmissionPolicyBinding
 //! ```
@@ -154,15 +154,17 @@ pub enum Reason {
     /// Nothing to apply to.
     #[error("it names no kind a cluster serves")]
     NoKinds,
-    /// It would need a second pass.
+    /// It would need more passes than the API server runs.
     #[error(
-        "it reads {path}, which {writer} (later in sartor's order) writes: that needs a second pass, which the API server runs only when another admission plugin changes the object"
+        "it reads {path}, which {writer} writes after it: sartor may apply it in pass {passes}, and the API server runs a policy at most twice (once more when the first run changed the object)"
     )]
-    NeedsSecondPass {
+    TooManyPasses {
         /// What it reads.
         path: String,
-        /// The later mutator that writes it, `Kind/name`.
+        /// The mutator whose write it waits for, `Kind/name`.
         writer: String,
+        /// The pass sartor may apply it in.
+        passes: usize,
     },
 }
 
@@ -220,9 +222,9 @@ pub fn map(
             }),
         }
     }
-    // One pass must do: refuse, first in order first, each mutator that
-    // reads what one after it writes, until none does.
-    while let Some((index, reason)) = needs_second_pass(&mutations) {
+    // Two passes must do: refuse, first in order first, each mutator sartor
+    // may apply in a third pass, until none is left.
+    while let Some((index, reason)) = too_many_passes(&mutations) {
         let mutation = mutations.remove(index);
         refused.push(Refusal {
             mutator: mutation.id,
@@ -248,35 +250,75 @@ pub fn map(
     }
 }
 
-/// The first mutation that reads what a later one writes, and why.
-fn needs_second_pass(mutations: &[Mutation]) -> Option<(usize, Reason)> {
-    for (index, reader) in mutations.iter().enumerate() {
-        for writer in mutations.iter().skip(index + 1) {
+/// The passes the API server runs a policy: once, and once more when the
+/// first run changed the object (`reinvocationPolicy: IfNeeded`; a policy is
+/// run again after its own change, as the cluster suite checks).
+const PASSES: usize = 2;
+
+/// The first mutation sartor may apply in a pass after [`PASSES`], and why.
+///
+/// A mutation whose decision reads what another writes may first apply in
+/// the pass that write happens in, when the writer comes before it, or in
+/// the pass after, when the writer comes after it.
+fn too_many_passes(mutations: &[Mutation]) -> Option<(usize, Reason)> {
+    // (reader, writer, what the reader reads)
+    let mut edges = Vec::new();
+    for (reader_at, reader) in mutations.iter().enumerate() {
+        for (writer_at, writer) in mutations.iter().enumerate() {
             let common_kind = match (&reader.kinds, &writer.kinds) {
                 (Some(a), Some(b)) => !a.is_disjoint(b),
                 _ => true,
             };
-            if !common_kind {
+            if reader_at == writer_at || !common_kind {
                 continue;
             }
-            for read in &reader.reads {
-                if writer
+            let read = reader.reads.iter().find(|read| {
+                writer
                     .writes
                     .iter()
                     .any(|write| passes::overlaps(read, write))
-                {
-                    return Some((
-                        index,
-                        Reason::NeedsSecondPass {
-                            path: passes::Shown(&read.path).to_string(),
-                            writer: named(&writer.id),
-                        },
-                    ));
-                }
+            });
+            if let Some(read) = read {
+                edges.push((reader_at, writer_at, passes::Shown(&read.path).to_string()));
             }
         }
     }
-    None
+    let mut pass = vec![1usize; mutations.len()];
+    let mut why: Vec<Option<(String, usize)>> = vec![None; mutations.len()];
+    // Each round lengthens the longest chain by one; a cycle grows past
+    // PASSES, where the loop stops.
+    for _ in 0..=mutations.len() {
+        let mut changed = false;
+        for (reader, writer, path) in &edges {
+            let written = pass.get(*writer).copied().unwrap_or(1);
+            let needed = if writer > reader {
+                written + 1
+            } else {
+                written
+            };
+            if let (Some(at), Some(reason)) = (pass.get_mut(*reader), why.get_mut(*reader))
+                && needed > *at
+            {
+                *at = needed;
+                *reason = Some((path.clone(), *writer));
+                changed = true;
+            }
+        }
+        if !changed || pass.iter().any(|p| *p > PASSES) {
+            break;
+        }
+    }
+    let (index, passes) = pass.iter().enumerate().find(|(_, p)| **p > PASSES)?;
+    let (path, writer) = why.get(index).cloned().flatten()?;
+    let writer = named(&mutations.get(writer)?.id);
+    Some((
+        index,
+        Reason::TooManyPasses {
+            path,
+            writer,
+            passes: *passes,
+        },
+    ))
 }
 
 /// One mutator as a mutation, or why it cannot be one.

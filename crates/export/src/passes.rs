@@ -1,7 +1,6 @@
-//! Whether one pass of the policy does what sartor's passes do: sartor
-//! runs its mutators again until nothing changes, the API server reinvokes
-//! a policy only when another admission plugin changed the object. So a
-//! mutator whose decision reads what a later mutator writes is refused.
+//! What a mutator's decision reads and what one writes, so the export
+//! knows in which pass sartor may apply it: sartor runs its mutators again
+//! until nothing changes, the API server runs a policy at most twice.
 //!
 //! What is read: a label a selector names, the name, a pathTest's path (is
 //! it there?), the elements a list selector picks (which are there?). What

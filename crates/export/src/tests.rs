@@ -116,25 +116,38 @@ fn what_cannot_be_exported_exactly_is_refused_with_its_reason() {
     assert_eq!(exported.objects, Vec::<Value>::new());
 }
 
+/// AssignMetadata `name` setting label `key`, when `selector` matches.
+fn label(name: &str, key: &str, selector: Option<&str>) -> Value {
+    let mut spec = json!({"location": format!("metadata.labels.{key}"),
+                          "parameters": {"assign": {"value": "yes"}}});
+    if let Some(selected) = selector {
+        spec["match"] = json!({"labelSelector": {"matchLabels": {selected: "yes"}}});
+    }
+    json!({"apiVersion": "mutations.sartor.dev/v1", "kind": "AssignMetadata",
+           "metadata": {"name": name}, "spec": spec})
+}
+
 #[test]
-fn a_mutator_reading_what_a_later_one_writes_is_refused() {
-    // b-label writes the label a-labelled selects on: sartor applies
-    // a-labelled in its second pass.
+fn a_mutator_applying_in_a_third_pass_is_refused() {
+    // Pass 1: m-c sets c. Pass 2: m-b (selects c) sets b. Pass 3: a-priority
+    // (selects b) would apply: the API server runs a policy twice at most.
+    let priority = assign(
+        "a-priority",
+        json!({"applyTo": pods(), "location": "spec.priority",
+               "match": {"labelSelector": {"matchLabels": {"b": "yes"}}},
+               "parameters": {"assign": {"value": 10}}}),
+    );
     let exported = export(&[
-        assign(
-            "a-labelled",
-            json!({"applyTo": pods(), "location": "spec.priority",
-                   "match": {"labelSelector": {"matchLabels": {"tier": "gold"}}},
-                   "parameters": {"assign": {"value": 10}}}),
-        ),
-        json!({"apiVersion": "mutations.sartor.dev/v1", "kind": "AssignMetadata",
-               "metadata": {"name": "b-label"},
-               "spec": {"location": "metadata.labels.tier",
-                        "parameters": {"assign": {"value": "gold"}}}}),
+        priority.clone(),
+        label("m-b", "b", Some("c")),
+        label("m-c", "c", None),
     ]);
     assert_eq!(
         exported.exported,
-        [MutatorId::new(MutatorKind::AssignMetadata, "b-label")]
+        [
+            MutatorId::new(MutatorKind::AssignMetadata, "m-b"),
+            MutatorId::new(MutatorKind::AssignMetadata, "m-c")
+        ]
     );
     assert_eq!(
         exported
@@ -143,9 +156,12 @@ fn a_mutator_reading_what_a_later_one_writes_is_refused() {
             .map(ToString::to_string)
             .collect::<Vec<_>>(),
         [
-            "Assign/a-labelled: not exported: it reads metadata.labels.tier, which AssignMetadata/b-label (later in sartor's order) writes: that needs a second pass, which the API server runs only when another admission plugin changes the object"
+            "Assign/a-priority: not exported: it reads metadata.labels.b, which AssignMetadata/m-b writes after it: sartor may apply it in pass 3, and the API server runs a policy at most twice (once more when the first run changed the object)"
         ]
     );
+    // Two passes do: without m-b's wait for c, everything exports.
+    let exported = export(&[priority, label("m-b", "b", None)]);
+    assert_eq!(exported.refused, []);
 }
 
 #[test]
