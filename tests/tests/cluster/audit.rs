@@ -650,26 +650,10 @@ fn labelled_namespaces_are_repaired(suite: &Suite, sartor: &Sartor) -> Result<()
     ])?;
     plane.kubectl_with_input(&["apply", "-f", "-"], Some(REPAIR_ME))?;
     let data = |namespace: &str, name: &str| -> Result<serde_json::Value, String> {
-        let configmap = crate::json(&plane.kubectl(&[
-            "get",
-            "configmap",
-            name,
-            "-n",
-            namespace,
-            "-o",
-            "json",
-        ])?)?;
+        let configmap = crate::json(&configmap(suite, namespace, name, "json")?)?;
         Ok(configmap["data"].clone())
     };
-    let kept_uid = plane.kubectl(&[
-        "get",
-        "configmap",
-        "kept",
-        "-n",
-        "unrepaired",
-        "-o",
-        "jsonpath={.metadata.uid}",
-    ])?;
+    let kept_uid = uid_of(suite, "unrepaired", "kept")?;
     let repairs = |sartor: &Sartor| -> Result<Vec<String>, String> {
         let (_, body) = crate::http_get(sartor.metrics, "/metrics")?;
         Ok(body
@@ -761,15 +745,7 @@ fn a_forbidden_kind_is_left_out(suite: &Suite, sartor: &Sartor) -> Result<(), St
         &["apply", "-f", "-"],
         Some(&format!("{REPORT_ME}---\n{REPORT_SECRETS}")),
     )?;
-    let old = plane.kubectl(&[
-        "get",
-        "configmap",
-        "old",
-        "-n",
-        "reported",
-        "-o",
-        "jsonpath={.metadata.uid}",
-    ])?;
+    let old = uid_of(suite, "reported", "old")?;
     let refused = "listing secrets/v1: secrets is forbidden: User \
                    \"system:serviceaccount:sartor-system:sartor\" cannot list resource \
                    \"secrets\" in API group \"\" at the cluster scope (Forbidden): the user \
@@ -929,15 +905,7 @@ fn after_the_restart(suite: &Suite, sartor: &Sartor) -> Result<(), String> {
             )
         },
     )?;
-    let old = plane.kubectl(&[
-        "get",
-        "configmap",
-        "old",
-        "-n",
-        "reported",
-        "-o",
-        "jsonpath={.metadata.uid}",
-    ])?;
+    let old = uid_of(suite, "reported", "old")?;
     let (result, report) = (report_me_result, reported);
     // A ConfigMap created now, once the webhook enforces the mutator, is
     // mutated by it: never reported.
@@ -965,4 +933,16 @@ fn after_the_restart(suite: &Suite, sartor: &Sartor) -> Result<(), String> {
     eventually("the report deleted", Duration::from_secs(20), || {
         same("the Report of reported", stored_report(suite)?, None)
     })
+}
+
+/// The uid of ConfigMap `name` in `namespace`.
+fn uid_of(suite: &Suite, namespace: &str, name: &str) -> Result<String, String> {
+    configmap(suite, namespace, name, "jsonpath={.metadata.uid}")
+}
+
+/// `kubectl get configmap name -n namespace -o output`.
+fn configmap(suite: &Suite, namespace: &str, name: &str, output: &str) -> Result<String, String> {
+    suite
+        .plane
+        .kubectl(&["get", "configmap", name, "-n", namespace, "-o", output])
 }
