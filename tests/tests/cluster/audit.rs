@@ -659,6 +659,10 @@ fn labelled_namespaces_are_repaired(suite: &Suite, sartor: &Sartor) -> Result<()
         Ok(body
             .lines()
             .filter(|l| l.starts_with("sartor_audit_repairs_total"))
+            // A watch event of the version before the repair, handled after
+            // it, marks the object again; that repair reads it fresh and
+            // finds nothing to do.
+            .filter(|l| !l.starts_with(r#"sartor_audit_repairs_total{result="unchanged"}"#))
             .map(str::to_string)
             .collect())
     };
