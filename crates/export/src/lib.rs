@@ -28,8 +28,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 
 use sartor_api::{
-    ApplyTo, EXEMPTION_LABEL, Match, MutatorKind, MutatorObject, OperationPattern, Scope,
-    SourcePattern, Wildcard,
+    ADMISSION_CONFIGURATION_KINDS, ADMISSION_REGISTRATION_GROUP, ApplyTo, EXEMPTION_LABEL,
+    GATEKEEPER_PROTECTED_GROUPS, Match, MutatorKind, MutatorObject, OperationPattern,
+    SARTOR_DOMAIN, Scope, SourcePattern, Wildcard, protected,
 };
 use sartor_engine::{MutatorId, System};
 use sartor_location::{Condition, Node, Path};
@@ -733,10 +734,37 @@ fn metadata_patch(names: &[String], value: &cel::Literal) -> String {
 }
 
 /// The policy of `mutations` and its binding.
+/// Every mutation's rules.
+fn rules_of(mutations: &[Mutation]) -> Vec<&Rule> {
+    mutations.iter().flat_map(|m| &m.rules).collect()
+}
+
+/// `excludeResourceRules` for what sartor never mutates and a rule can
+/// name: Gatekeeper's policy groups, and the admission configuration kinds.
+fn protected_resource_rules() -> Vec<Value> {
+    let every = ["*"];
+    let mut rules: Vec<Value> = GATEKEEPER_PROTECTED_GROUPS
+        .iter()
+        .map(|group| {
+            json!({"apiGroups": [group], "apiVersions": every,
+                   "resources": every, "operations": every})
+        })
+        .collect();
+    let configuration: Vec<String> = ADMISSION_CONFIGURATION_KINDS
+        .iter()
+        .map(|kind| resources::plural_of_configuration(kind))
+        .collect();
+    rules.push(
+        json!({"apiGroups": [ADMISSION_REGISTRATION_GROUP], "apiVersions": every,
+                      "resources": configuration, "operations": every}),
+    );
+    rules
+}
+
 fn policy(mutations: &[Mutation], options: &Options) -> Vec<Value> {
     let mut rules: BTreeMap<(String, String, Vec<&'static str>), BTreeSet<String>> =
         BTreeMap::new();
-    for rule in mutations.iter().flat_map(|m| &m.rules) {
+    for rule in rules_of(mutations) {
         rules
             .entry((
                 rule.group.clone(),
@@ -764,6 +792,28 @@ fn policy(mutations: &[Mutation], options: &Options) -> Vec<Value> {
             names.insert(excluded.as_str().to_string());
         }
     }
+    let mut conditions = Vec::new();
+    if !globs.is_empty() {
+        conditions.push(json!({"name": "not-in-an-excluded-namespace",
+                               "expression": format!("!({})", globs.join(" || "))}));
+    }
+    // What sartor never mutates, where a rule could reach it: Gatekeeper's
+    // policy groups and admission configuration by resource, sartor's own
+    // groups (any group under its domain) as a condition. The API server
+    // exempts admission configuration from webhooks, not from policies.
+    let reaches = |group: &str| {
+        group == "*" || group == ADMISSION_REGISTRATION_GROUP || protected(group, "").is_some()
+    };
+    let exclusions = if rules_of(mutations).iter().any(|rule| reaches(&rule.group)) {
+        conditions.push(json!({"name": "not-sartors-own-api",
+                               "expression": format!(
+                                   "!(request.kind.group == {domain} || request.kind.group.endsWith({dot}))",
+                                   domain = cel::string(SARTOR_DOMAIN),
+                                   dot = cel::string(&format!(".{SARTOR_DOMAIN}")))}));
+        protected_resource_rules()
+    } else {
+        Vec::new()
+    };
     let mut policy = json!({
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "MutatingAdmissionPolicy",
@@ -793,14 +843,17 @@ fn policy(mutations: &[Mutation], options: &Options) -> Vec<Value> {
             })).collect::<Vec<_>>(),
         },
     });
-    if !globs.is_empty()
-        && let Some(spec) = policy.get_mut("spec").and_then(Value::as_object_mut)
-    {
-        spec.insert(
-            "matchConditions".to_string(),
-            json!([{"name": "not-in-an-excluded-namespace",
-                    "expression": format!("!({})", globs.join(" || "))}]),
-        );
+    if let Some(spec) = policy.get_mut("spec").and_then(Value::as_object_mut) {
+        if !conditions.is_empty() {
+            spec.insert("matchConditions".to_string(), Value::Array(conditions));
+        }
+        if !exclusions.is_empty()
+            && let Some(constraints) = spec
+                .get_mut("matchConstraints")
+                .and_then(Value::as_object_mut)
+        {
+            constraints.insert("excludeResourceRules".to_string(), Value::Array(exclusions));
+        }
     }
     let binding = json!({
         "apiVersion": "admissionregistration.k8s.io/v1",

@@ -58,6 +58,17 @@ pub(crate) fn plural(group: &str, kind: &str) -> Option<&'static str> {
         .map(|(_, _, plural)| plural)
 }
 
+/// The plural of an admission configuration kind (`sartor_api`'s
+/// `ADMISSION_CONFIGURATION_KINDS`), as the API server serves it: the kind
+/// in lower case, `-y` as `-ies`.
+pub(crate) fn plural_of_configuration(kind: &str) -> String {
+    let lower = kind.to_ascii_lowercase();
+    match lower.strip_suffix('y') {
+        Some(stem) => format!("{stem}ies"),
+        None => format!("{lower}s"),
+    }
+}
+
 /// Whether the table holds every kind of `group`.
 pub(crate) fn knows_group(group: &str) -> bool {
     [
@@ -86,5 +97,13 @@ mod tests {
         );
         assert_eq!(plural("example.com", "Widget"), None);
         assert!(knows_group("apps") && !knows_group("example.com"));
+        assert_eq!(
+            plural_of_configuration("ValidatingAdmissionPolicy"),
+            "validatingadmissionpolicies"
+        );
+        assert_eq!(
+            plural_of_configuration("MutatingWebhookConfiguration"),
+            "mutatingwebhookconfigurations"
+        );
     }
 }

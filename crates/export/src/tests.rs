@@ -193,6 +193,49 @@ fn a_label_is_added_only_when_missing() {
     );
 }
 
+#[test]
+fn what_sartor_never_mutates_is_left_out_of_a_policy_for_every_kind() {
+    let exported = export(&[label("any", "a", None)]);
+    let spec = &exported.objects[0]["spec"];
+    let every = json!(["*"]);
+    let mut excluded: Vec<Value> = [
+        "templates.gatekeeper.sh",
+        "constraints.gatekeeper.sh",
+        "mutations.gatekeeper.sh",
+        "config.gatekeeper.sh",
+        "externaldata.gatekeeper.sh",
+        "expansion.gatekeeper.sh",
+        "status.gatekeeper.sh",
+    ]
+    .iter()
+    .map(|group| json!({"apiGroups": [group], "apiVersions": every, "resources": every, "operations": every}))
+    .collect();
+    excluded.push(
+        json!({"apiGroups": ["admissionregistration.k8s.io"], "apiVersions": every,
+        "resources": ["validatingwebhookconfigurations", "mutatingwebhookconfigurations",
+                      "validatingadmissionpolicies", "validatingadmissionpolicybindings",
+                      "mutatingadmissionpolicies", "mutatingadmissionpolicybindings"],
+        "operations": every}),
+    );
+    assert_eq!(
+        spec["matchConstraints"]["excludeResourceRules"],
+        Value::Array(excluded)
+    );
+    assert_eq!(
+        spec["matchConditions"],
+        json!([{"name": "not-sartors-own-api",
+                "expression": r#"!(request.kind.group == "sartor.dev" || request.kind.group.endsWith(".sartor.dev"))"#}])
+    );
+    // A policy of named built-in kinds reaches none of it.
+    let exported = export(&[assign(
+        "pods",
+        json!({"applyTo": pods(), "location": "spec.priority", "parameters": {"assign": {"value": 1}}}),
+    )]);
+    let spec = &exported.objects[0]["spec"];
+    assert_eq!(spec.get("matchConditions"), None);
+    assert_eq!(spec["matchConstraints"].get("excludeResourceRules"), None);
+}
+
 /// The mutation's expression of the only mutator exported.
 fn expression(exported: &Export) -> &str {
     exported.objects[0]["spec"]["mutations"][0]["jsonPatch"]["expression"]
