@@ -20,6 +20,7 @@
 //! order between them.
 
 mod cel;
+pub mod limits;
 mod passes;
 mod patch;
 mod resources;
@@ -155,6 +156,24 @@ pub enum Reason {
     /// Nothing to apply to.
     #[error("it names no kind a cluster serves")]
     NoKinds,
+    /// Its expression is longer than the API server takes.
+    #[error(
+        "its expression would be {0} characters long, and the API server takes at most {max}",
+        max = limits::MAX_CODE_POINTS
+    )]
+    ExpressionTooLong(usize),
+    /// Its expression nests deeper than the API server's CEL parser goes.
+    #[error(
+        "its expression would nest {0} levels deep, and the API server's CEL parser stops at {max}",
+        max = limits::MAX_NESTING
+    )]
+    ExpressionTooDeep(usize),
+    /// The policy would be larger than the API server stores.
+    #[error(
+        "with it the policy would take {0} bytes, past the {max} an exported policy may take (etcd stores at most 1.5 MiB)",
+        max = limits::MAX_POLICY_BYTES
+    )]
+    PolicyTooLarge(usize),
     /// It would need more passes than the API server runs.
     #[error(
         "it reads {path}, which {writer} writes after it: sartor may apply it in pass {passes}, and the API server runs a policy at most twice (once more when the first run changed the object)"
@@ -237,13 +256,26 @@ pub fn map(
         .enumerate()
         .map(|(index, mutator)| (mutator.id(), index))
         .collect();
+    // The policy must fit in etcd: the last mutators in order are left out
+    // until it does (leaving one out only shortens the chains the pass check
+    // allowed).
+    let mut objects = Vec::new();
+    while !mutations.is_empty() {
+        objects = policy(&mutations, options);
+        let bytes = objects.first().map_or(0, |policy| policy.to_string().len());
+        if bytes <= limits::MAX_POLICY_BYTES {
+            break;
+        }
+        if let Some(last) = mutations.pop() {
+            refused.push(Refusal {
+                mutator: last.id,
+                reason: Reason::PolicyTooLarge(bytes),
+            });
+        }
+        objects = Vec::new();
+    }
     refused.sort_by_key(|refusal| order.get(&refusal.mutator).copied());
     let exported: Vec<MutatorId> = mutations.iter().map(|m| m.id.clone()).collect();
-    let objects = if mutations.is_empty() {
-        Vec::new()
-    } else {
-        policy(&mutations, options)
-    };
     Export {
         objects,
         exported,
@@ -389,6 +421,10 @@ fn translate(id: &MutatorId, spec: &MutatorObject) -> Result<Mutation, Reason> {
         [only] if cel::is_grouped(only) => format!("{only} ? {patches} : []"),
         _ => format!("({}) ? {patches} : []", guard.join(" && ")),
     };
+    limits::check(&expression).map_err(|excess| match excess {
+        limits::Excess::Length(length) => Reason::ExpressionTooLong(length),
+        limits::Excess::Nesting(depth) => Reason::ExpressionTooDeep(depth),
+    })?;
     let kinds = rules
         .iter()
         .map(|rule| rule.kind.clone().map(|kind| (rule.group.clone(), kind)))

@@ -294,3 +294,69 @@ fn a_keyed_element_is_changed_or_appended_with_its_key() {
     );
     let _ = ports;
 }
+
+/// An Assign of `spec.priority`-like field `name` to `value` on Pods.
+fn assign_value(name: &str, location: &str, value: Value) -> Value {
+    assign(
+        name,
+        json!({"applyTo": pods(), "location": location, "parameters": {"assign": {"value": value}}}),
+    )
+}
+
+fn refusals(exported: &Export) -> Vec<String> {
+    exported.refused.iter().map(ToString::to_string).collect()
+}
+
+#[test]
+fn expressions_past_the_api_servers_limits_are_refused() {
+    let exported = export(&[
+        assign_value(
+            "deep",
+            &format!("spec.deep{}", ".a".repeat(100)),
+            json!("x"),
+        ),
+        assign_value("long", "spec.long", json!({"a": "x".repeat(100_000)})),
+        assign_value("fits", "spec.fits", json!({"a": "x".repeat(40_000)})),
+    ]);
+    assert_eq!(
+        exported.exported,
+        [MutatorId::new(MutatorKind::Assign, "fits")]
+    );
+    let refused = refusals(&exported);
+    assert_eq!(refused.len(), 2);
+    assert_eq!(
+        refused[0],
+        "Assign/deep: not exported: its expression would nest 304 levels deep, and the API server's CEL parser stops at 250"
+    );
+    assert!(
+        refused[1].starts_with("Assign/long: not exported: its expression would be 2")
+            && refused[1].ends_with(" characters long, and the API server takes at most 100000"),
+        "{}",
+        refused[1]
+    );
+}
+
+#[test]
+fn mutators_past_what_a_policy_can_hold_are_refused_last_first() {
+    let mutators: Vec<Value> = (0..20)
+        .map(|i| {
+            assign_value(
+                &format!("m-{i:02}"),
+                &format!("spec.a{i}"),
+                json!("x".repeat(40_000)),
+            )
+        })
+        .collect();
+    let exported = export(&mutators);
+    let bytes = exported.objects[0].to_string().len();
+    assert!(bytes <= limits::MAX_POLICY_BYTES, "{bytes}");
+    assert!(!exported.refused.is_empty() && !exported.exported.is_empty());
+    // The refused are the last in order, each with the size that left it out.
+    let last_exported = exported.exported.last().unwrap().name.clone();
+    for refusal in &exported.refused {
+        assert!(refusal.mutator.name > last_exported, "{refusal}");
+        assert!(
+            matches!(refusal.reason, Reason::PolicyTooLarge(b) if b > limits::MAX_POLICY_BYTES)
+        );
+    }
+}
