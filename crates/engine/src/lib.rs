@@ -118,7 +118,7 @@ pub use condition::{CompiledCondition, ConditionConflict};
 pub use conflict::Conflict;
 pub use expansion::{ExpandError, ExpandFailure, Expander, Generated, Template, TemplatesError};
 pub use external::{Answers, Asks, NoAnswers, PLACEHOLDER_FIELD, ProviderAnswers, item_error};
-pub use image::ImageError;
+pub use image::{ImageError, ImageParts};
 pub use labels::SelectorError;
 pub use matching::{MatchCompileError, MatchError};
 pub use mutation::{Change, Failure, MutateError, Mutation, ObjectRef};

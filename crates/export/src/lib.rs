@@ -30,12 +30,14 @@ use std::fmt;
 
 use sartor_api::{
     ADMISSION_CONFIGURATION_KINDS, ADMISSION_REGISTRATION_GROUP, ApplyTo, EXEMPTION_LABEL,
-    GATEKEEPER_PROTECTED_GROUPS, Match, MutatorKind, MutatorObject, OperationPattern,
+    GATEKEEPER_PROTECTED_GROUPS, Match, MutatorKind, MutatorObject, OperationPattern, PathTest,
     SARTOR_DOMAIN, Scope, SourcePattern, Wildcard, protected,
 };
-use sartor_engine::{MutatorId, System};
+use sartor_engine::{ImageParts, MutatorId, System};
 use sartor_location::{Condition, Node, Path};
 use serde_json::{Value, json};
+
+use crate::patch::Leaf;
 
 /// How the policies are written.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -137,6 +139,11 @@ pub enum Reason {
     /// A glob as the last node.
     #[error("its location ends at a glob (every element replaced), which is not exported yet")]
     GlobElement,
+    /// An AssignImage that may change its own result again.
+    #[error(
+        "it assigns only a path without a `/`, which may change the image again on the next pass (sartor may apply it three times, the API server runs a policy at most twice)"
+    )]
+    ImagePathAlone,
     /// sartor's `notin` selector.
     #[error("its location has a notin selector, which is not exported yet")]
     NotIn,
@@ -362,6 +369,7 @@ fn translate(id: &MutatorId, spec: &MutatorObject) -> Result<Mutation, Reason> {
     let (criteria, location) = match spec {
         MutatorObject::Assign(assign) => (&assign.spec.r#match, &assign.spec.location),
         MutatorObject::AssignMetadata(meta) => (&meta.spec.r#match, &meta.spec.location),
+        MutatorObject::AssignImage(image) => (&image.spec.r#match, &image.spec.location),
         other => return Err(Reason::Kind(other.kind())),
     };
     if criteria.source == Some(SourcePattern::Generated) {
@@ -376,29 +384,39 @@ fn translate(id: &MutatorId, spec: &MutatorObject) -> Result<Mutation, Reason> {
         MutatorObject::Assign(assign) => {
             let source = source(&assign.spec.parameters.assign)?;
             let (rules, applies) = apply_to(&assign.spec.apply_to)?;
-            let mut tests = Vec::new();
-            for test in &assign.spec.parameters.path_tests {
-                let refused = || Reason::GlobPathTest(test.sub_path.clone());
-                let sub = Path::parse(&test.sub_path).map_err(|_| refused())?;
-                let present = patch::present(sub.nodes()).ok_or_else(refused)?;
-                tests.push(match test.condition {
-                    Condition::MustExist => format!("({present})"),
-                    Condition::MustNotExist => format!("!({present})"),
-                });
-                reads.push(passes::Read {
-                    path: passes::segments(&sub),
-                    existence: true,
-                });
-            }
+            let tests = path_tests(&assign.spec.parameters.path_tests, &mut reads)?;
             let applies = std::iter::once(applies).chain(tests).collect::<Vec<_>>();
             let (patches, when) = match source {
-                Source::Set { value, when } => (patch::assign(path.nodes(), &value)?, when),
+                Source::Set { value, when } => {
+                    (patch::assign(path.nodes(), &Leaf::Value(value))?, when)
+                }
                 Source::Remove => {
                     removes = true;
                     (patch::remove(path.nodes())?, None)
                 }
             };
             let applies = applies.into_iter().chain(when).collect::<Vec<_>>();
+            (rules, applies.join(" && "), patches)
+        }
+        MutatorObject::AssignImage(image) => {
+            let parameters = &image.spec.parameters;
+            let parts = ImageParts {
+                domain: parameters.assign_domain.clone(),
+                path: parameters.assign_path.clone(),
+                tag: parameters.assign_tag.clone(),
+            };
+            if !parts.idempotent() {
+                return Err(Reason::ImagePathAlone);
+            }
+            let (rules, applies) = apply_to(&image.spec.apply_to)?;
+            let tests = path_tests(&parameters.path_tests, &mut reads)?;
+            // The new image is made of the one there.
+            reads.push(passes::Read {
+                path: written.clone(),
+                existence: false,
+            });
+            let applies = std::iter::once(applies).chain(tests).collect::<Vec<_>>();
+            let patches = patch::assign(path.nodes(), &Leaf::Image(parts))?;
             (rules, applies.join(" && "), patches)
         }
         MutatorObject::AssignMetadata(meta) => {
@@ -440,6 +458,25 @@ fn translate(id: &MutatorId, spec: &MutatorObject) -> Result<Mutation, Reason> {
         reads,
         kinds,
     })
+}
+
+/// `pathTests` as CEL conditions, each adding what it reads to `reads`.
+fn path_tests(tests: &[PathTest], reads: &mut Vec<passes::Read>) -> Result<Vec<String>, Reason> {
+    let mut conditions = Vec::new();
+    for test in tests {
+        let refused = || Reason::GlobPathTest(test.sub_path.clone());
+        let sub = Path::parse(&test.sub_path).map_err(|_| refused())?;
+        let present = patch::present(sub.nodes()).ok_or_else(refused)?;
+        conditions.push(match test.condition {
+            Condition::MustExist => format!("({present})"),
+            Condition::MustNotExist => format!("!({present})"),
+        });
+        reads.push(passes::Read {
+            path: passes::segments(&sub),
+            existence: true,
+        });
+    }
+    Ok(conditions)
 }
 
 /// The field names of `location`, or why it is not only fields.
@@ -812,7 +849,12 @@ fn policy(mutations: &[Mutation], options: &Options) -> Vec<Value> {
     }
     let resource_rules: Vec<Value> = rules
         .into_iter()
-        .map(|((group, version, operations), resources)| {
+        .map(|((group, version, operations), mut resources)| {
+            // `*` already names every resource, and the API server refuses
+            // it beside others.
+            if resources.contains("*") {
+                resources = BTreeSet::from(["*".to_string()]);
+            }
             json!({"apiGroups": [group], "apiVersions": [version],
                    "resources": resources, "operations": operations})
         })

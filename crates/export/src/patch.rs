@@ -16,11 +16,87 @@
 //! (Kubernetes' CEL `lists` library), so a patch names the element the
 //! engine changes.
 
+use sartor_engine::ImageParts;
 use sartor_location::{KeyValue, ListSelector, Node};
 use serde_json::Value;
 
 use crate::Reason;
 use crate::cel::{self, Literal, Step};
+
+/// What a mutator writes at the end of its location.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Leaf {
+    /// A value that does not depend on what is there (an Assign's).
+    Value(Literal),
+    /// The image there with these parts put in (an AssignImage's); the
+    /// parts alone where there is none, as the engine writes them.
+    Image(ImageParts),
+}
+
+impl Leaf {
+    /// What is written where nothing is, parents included.
+    fn missing(&self) -> Literal {
+        match self {
+            Leaf::Value(value) => value.clone(),
+            Leaf::Image(parts) => Literal::Json(Value::from(parts.apply(""))),
+        }
+    }
+
+    /// What is written at `read` (CEL), there when `present` holds.
+    fn over(&self, read: &str, present: &str) -> String {
+        match self {
+            Leaf::Value(value) => value.render(),
+            Leaf::Image(parts) => format!(
+                "({present} ? {} : {})",
+                image(read, parts),
+                self.missing().render()
+            ),
+        }
+    }
+}
+
+/// The image `read` with `parts` put in, split as Gatekeeper splits it:
+/// the domain is what comes before the first `/` when it has a `.` or a
+/// `:` or is `localhost`; the tag is the rest from its first `:` or `@`.
+/// Each step is bound to a name with a one-element `map` (CEL in the API
+/// server has no `cel.bind`).
+fn image(read: &str, parts: &ImageParts) -> String {
+    let bind = |name: &str, value: &str, body: &str| format!("[{value}].map({name}, {body})[0]");
+    let set = |part: &Option<String>| {
+        part.as_deref()
+            .filter(|text| !text.is_empty())
+            .map(cel::string)
+    };
+    let domain = match set(&parts.domain) {
+        Some(domain) => format!("{domain} + \"/\""),
+        None => "(domain != \"\" ? domain + \"/\" : \"\")".to_string(),
+    };
+    let path =
+        set(&parts.path).unwrap_or_else(|| "rest.substring(0, size(rest) - size(tag))".to_string());
+    let tag = set(&parts.tag).unwrap_or_else(|| "tag".to_string());
+    let joined = format!("{domain} + {path} + {tag}");
+    bind(
+        "img",
+        read,
+        &bind(
+            "slash",
+            "img.indexOf(\"/\")",
+            &bind(
+                "head",
+                "slash >= 0 ? img.substring(0, slash) : \"\"",
+                &bind(
+                    "domain",
+                    "head.contains(\".\") || head.contains(\":\") || head == \"localhost\" ? head : \"\"",
+                    &bind(
+                        "rest",
+                        "domain != \"\" ? img.substring(slash + 1) : img",
+                        &bind("tag", "rest.find(\"(?s)[:@].*\")", &joined),
+                    ),
+                ),
+            ),
+        ),
+    )
+}
 
 /// A JSON pointer being built: literal text and CEL expressions of strings.
 #[derive(Debug, Clone, Default)]
@@ -85,17 +161,12 @@ fn operation(op: &str, path: &Pointer, value: &str) -> String {
 ///
 /// # Errors
 /// A location the export cannot write exactly yet.
-pub(crate) fn assign(nodes: &[Node], value: &Literal) -> Result<String, Reason> {
+pub(crate) fn assign(nodes: &[Node], value: &Leaf) -> Result<String, Reason> {
     below("object", &Pointer::default(), nodes, value)
 }
 
 /// The patches that set `value` at `nodes` below `current` (at `pointer`).
-fn below(
-    current: &str,
-    pointer: &Pointer,
-    nodes: &[Node],
-    value: &Literal,
-) -> Result<String, Reason> {
+fn below(current: &str, pointer: &Pointer, nodes: &[Node], value: &Leaf) -> Result<String, Reason> {
     let Some((node, rest)) = nodes.split_first() else {
         return Ok("[]".to_string());
     };
@@ -104,7 +175,8 @@ fn below(
             let step = Step::of(name);
             let at = pointer.field(name);
             if rest.is_empty() {
-                return Ok(format!("[{}]", operation("add", &at, &value.render())));
+                let written = value.over(&step.read(current), &step.present(current));
+                return Ok(format!("[{}]", operation("add", &at, &written)));
             }
             let present = below(&step.read(current), &at, rest, value)?;
             let missing = match built(rest, value) {
@@ -127,7 +199,7 @@ fn element(
     pointer: &Pointer,
     selector: &ListSelector,
     rest: &[Node],
-    value: &Literal,
+    value: &Leaf,
 ) -> Result<String, Reason> {
     let (key, keys) = keys(current, selector);
     match &selector.key_value {
@@ -144,7 +216,14 @@ fn element(
             let index = format!("{keys}.indexOf({})", cel::literal(&wanted));
             let at = pointer.index(&index);
             let present = match rest.is_empty() {
-                true => format!("[{}]", operation("replace", &at, &value.render())),
+                true => format!(
+                    "[{}]",
+                    operation(
+                        "replace",
+                        &at,
+                        &value.over(&format!("{current}[{index}]"), "true")
+                    )
+                ),
                 false => below(&format!("{current}[{index}]"), &at, rest, value)?,
             };
             let appended = new_element(selector, rest, value).ok_or(Reason::NestedList)?;
@@ -159,14 +238,15 @@ fn element(
 
 /// One patch for `current` (at `pointer`) setting `value` at `fields`: the
 /// first missing field is added with the rest built below it.
-fn one(current: &str, pointer: &Pointer, fields: &[&str], value: &Literal) -> String {
+fn one(current: &str, pointer: &Pointer, fields: &[&str], value: &Leaf) -> String {
     let Some((name, rest)) = fields.split_first() else {
         return "[]".to_string();
     };
     let step = Step::of(name);
     let at = pointer.field(name);
     if rest.is_empty() {
-        return operation("add", &at, &value.render());
+        let written = value.over(&step.read(current), &step.present(current));
+        return operation("add", &at, &written);
     }
     let rest_nodes: Vec<Node> = rest.iter().map(|f| Node::Field((*f).to_string())).collect();
     let subtree = built(&rest_nodes, value).unwrap_or(Literal::Json(Value::Null));
@@ -209,9 +289,9 @@ fn fields_only(nodes: &[Node]) -> Option<Vec<&str>> {
 
 /// What the engine creates for `nodes` missing, `value` at the end: `None`
 /// when a glob is on the way (a glob creates nothing).
-fn built(nodes: &[Node], value: &Literal) -> Option<Literal> {
+fn built(nodes: &[Node], value: &Leaf) -> Option<Literal> {
     let Some((node, rest)) = nodes.split_first() else {
-        return Some(value.clone());
+        return Some(value.missing());
     };
     match node {
         Node::Field(name) => Some(Literal::Map(vec![(name.clone(), built(rest, value)?)])),
@@ -222,12 +302,12 @@ fn built(nodes: &[Node], value: &Literal) -> Option<Literal> {
 /// The element `selector` names, made as the engine makes one that is not
 /// there: its key, and `rest` built below (or `value` itself when the
 /// location ends at the element).
-fn new_element(selector: &ListSelector, rest: &[Node], value: &Literal) -> Option<Literal> {
+fn new_element(selector: &ListSelector, rest: &[Node], value: &Leaf) -> Option<Literal> {
     if matches!(selector.key_value, KeyValue::Glob | KeyValue::NotIn(_)) {
         return None;
     }
     if rest.is_empty() {
-        return Some(value.clone());
+        return Some(value.missing());
     }
     let Literal::Map(mut members) = built(rest, value)? else {
         return None;

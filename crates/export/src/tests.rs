@@ -360,3 +360,64 @@ fn mutators_past_what_a_policy_can_hold_are_refused_last_first() {
         );
     }
 }
+
+fn assign_image(name: &str, location: &str, parameters: Value) -> Value {
+    json!({"apiVersion": "mutations.sartor.dev/v1", "kind": "AssignImage",
+           "metadata": {"name": name},
+           "spec": {"applyTo": pods(), "location": location, "parameters": parameters}})
+}
+
+#[test]
+fn an_assign_image_splits_the_image_there_as_gatekeeper_does() {
+    let exported = export(&[assign_image(
+        "tag",
+        "spec.image",
+        json!({"assignTag": ":v2"}),
+    )]);
+    assert_eq!(refusals(&exported), Vec::<String>::new());
+    assert_eq!(
+        expression(&exported),
+        concat!(
+            r#"(request.kind.group == "" && request.kind.version == "v1" && request.kind.kind == "Pod" && request.operation in ["CREATE", "UPDATE"])"#,
+            r#" ? (has(object.spec) ? [JSONPatch{op: "add", path: "/spec/image", value: (has(object.spec.image) ? "#,
+            r#"[object.spec.image].map(img, [img.indexOf("/")].map(slash, [slash >= 0 ? img.substring(0, slash) : ""].map(head, "#,
+            r#"[head.contains(".") || head.contains(":") || head == "localhost" ? head : ""].map(domain, "#,
+            r#"[domain != "" ? img.substring(slash + 1) : img].map(rest, [rest.find("(?s)[:@].*")].map(tag, "#,
+            r#"(domain != "" ? domain + "/" : "") + rest.substring(0, size(rest) - size(tag)) + ":v2")[0])[0])[0])[0])[0])[0]"#,
+            r#" : ":v2")}] : [JSONPatch{op: "add", path: "/spec", value: {"image": ":v2"}}]) : []"#,
+        )
+    );
+}
+
+#[test]
+fn an_assign_image_of_a_path_alone_is_refused() {
+    let exported = export(&[assign_image(
+        "path",
+        "spec.image",
+        json!({"assignPath": "app"}),
+    )]);
+    assert_eq!(
+        refusals(&exported),
+        ["AssignImage/path: not exported: it assigns only a path without a `/`, which may change the image again on the next pass (sartor may apply it three times, the API server runs a policy at most twice)"]
+    );
+}
+
+#[test]
+fn every_resource_of_a_group_is_named_once() {
+    let metadata = |name: &str, kinds: Value| {
+        json!({"apiVersion": "mutations.sartor.dev/v1", "kind": "AssignMetadata",
+            "metadata": {"name": name},
+            "spec": {"match": {"kinds": [{"apiGroups": ["apps"], "kinds": kinds}]},
+                     "location": format!("metadata.labels.{name}"),
+                     "parameters": {"assign": {"value": "b"}}}})
+    };
+    let exported = export(&[
+        metadata("deployments", json!(["Deployment"])),
+        metadata("every", json!([])),
+    ]);
+    assert_eq!(
+        exported.objects[0]["spec"]["matchConstraints"]["resourceRules"],
+        json!([{"apiGroups": ["apps"], "apiVersions": ["*"], "resources": ["*"],
+                "operations": ["CREATE", "UPDATE"]}])
+    );
+}
