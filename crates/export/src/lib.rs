@@ -30,8 +30,8 @@ use std::fmt;
 
 use sartor_api::{
     ADMISSION_CONFIGURATION_KINDS, ADMISSION_REGISTRATION_GROUP, ApplyTo, EXEMPTION_LABEL,
-    GATEKEEPER_PROTECTED_GROUPS, Match, MutatorKind, MutatorObject, OperationPattern, PathTest,
-    SARTOR_DOMAIN, Scope, SourcePattern, Wildcard, protected,
+    GATEKEEPER_PROTECTED_GROUPS, Match, MutatorObject, OperationPattern, PathTest, SARTOR_DOMAIN,
+    Scope, SetOperation, SourcePattern, Wildcard, protected,
 };
 use sartor_engine::{ImageParts, MutatorId, System};
 use sartor_location::{Condition, Node, Path};
@@ -121,9 +121,6 @@ pub enum Reason {
     /// sartor does not enforce it.
     #[error("it is in conflict with another mutator, so sartor does not enforce it")]
     Conflicted,
-    /// Its kind has no translation yet.
-    #[error("{0} mutators are not exported yet")]
-    Kind(MutatorKind),
     /// Its value comes from where the policy cannot get it.
     #[error("its value comes from {0}, which is not exported")]
     NotConstant(&'static str),
@@ -370,7 +367,7 @@ fn translate(id: &MutatorId, spec: &MutatorObject) -> Result<Mutation, Reason> {
         MutatorObject::Assign(assign) => (&assign.spec.r#match, &assign.spec.location),
         MutatorObject::AssignMetadata(meta) => (&meta.spec.r#match, &meta.spec.location),
         MutatorObject::AssignImage(image) => (&image.spec.r#match, &image.spec.location),
-        other => return Err(Reason::Kind(other.kind())),
+        MutatorObject::ModifySet(set) => (&set.spec.r#match, &set.spec.location),
     };
     if criteria.source == Some(SourcePattern::Generated) {
         return Err(Reason::GeneratedOnly);
@@ -419,6 +416,24 @@ fn translate(id: &MutatorId, spec: &MutatorObject) -> Result<Mutation, Reason> {
             let patches = patch::assign(path.nodes(), &Leaf::Image(parts))?;
             (rules, applies.join(" && "), patches)
         }
+        MutatorObject::ModifySet(set) => {
+            let parameters = &set.spec.parameters;
+            let (rules, applies) = apply_to(&set.spec.apply_to)?;
+            let tests = path_tests(&parameters.path_tests, &mut reads)?;
+            // Merge and prune both depend on the list there.
+            reads.push(passes::Read {
+                path: written.clone(),
+                existence: false,
+            });
+            let values = parameters.values.from_list.clone();
+            let leaf = match parameters.operation {
+                SetOperation::Merge => Leaf::Merge(values),
+                SetOperation::Prune => Leaf::Prune(values),
+            };
+            let applies = std::iter::once(applies).chain(tests).collect::<Vec<_>>();
+            let patches = patch::assign(path.nodes(), &leaf)?;
+            (rules, applies.join(" && "), patches)
+        }
         MutatorObject::AssignMetadata(meta) => {
             let Source::Set { value, when } = source(&meta.spec.parameters.assign)? else {
                 return Err(Reason::NotConstant("remove"));
@@ -428,7 +443,6 @@ fn translate(id: &MutatorId, spec: &MutatorObject) -> Result<Mutation, Reason> {
             let applies = when.unwrap_or_else(|| "true".to_string());
             (rules, applies, metadata_patch(&names, &value))
         }
-        other => return Err(Reason::Kind(other.kind())),
     };
     let guard = [applies, criteria_guard(criteria)]
         .into_iter()

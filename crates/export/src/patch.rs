@@ -31,25 +31,82 @@ pub(crate) enum Leaf {
     /// The image there with these parts put in (an AssignImage's); the
     /// parts alone where there is none, as the engine writes them.
     Image(ImageParts),
+    /// A ModifySet `merge`: each value the list lacks appended (whole-value
+    /// equality, numbers by value, as CEL's `in` compares); a missing list
+    /// made of the values as they are.
+    Merge(Vec<Value>),
+    /// A ModifySet `prune`: every element equal to a value removed; a
+    /// missing list left missing (its parents are still created, as the
+    /// engine creates them).
+    Prune(Vec<Value>),
 }
 
 impl Leaf {
-    /// What is written where nothing is, parents included.
-    fn missing(&self) -> Literal {
+    /// What is written where nothing is, parents included: `None` for
+    /// nothing (a prune).
+    fn missing(&self) -> Option<Literal> {
         match self {
-            Leaf::Value(value) => value.clone(),
-            Leaf::Image(parts) => Literal::Json(Value::from(parts.apply(""))),
+            Leaf::Value(value) => Some(value.clone()),
+            Leaf::Image(parts) => Some(Literal::Json(Value::from(parts.apply("")))),
+            Leaf::Merge(values) => Some(Literal::Json(Value::Array(values.clone()))),
+            Leaf::Prune(_) => None,
         }
     }
 
-    /// What is written at `read` (CEL), there when `present` holds.
-    fn over(&self, read: &str, present: &str) -> String {
+    /// What is written over `read` (CEL), which is there: `None` when it
+    /// does not depend on what is there.
+    fn over(&self, read: &str) -> Option<String> {
         match self {
-            Leaf::Value(value) => value.render(),
-            Leaf::Image(parts) => format!(
-                "({present} ? {} : {})",
-                image(read, parts),
-                self.missing().render()
+            Leaf::Value(_) => None,
+            Leaf::Image(parts) => Some(image(read, parts)),
+            Leaf::Merge(values) => {
+                // Appending a value makes the next one equal to it present:
+                // the values once each, first occurrences kept.
+                let mut distinct: Vec<Value> = Vec::new();
+                for value in values {
+                    if !distinct.contains(value) {
+                        distinct.push(value.clone());
+                    }
+                }
+                Some(format!(
+                    "{read} + {}.filter(v, !(v in {read}))",
+                    cel::literal(&Value::Array(distinct))
+                ))
+            }
+            Leaf::Prune(values) => Some(format!(
+                "{read}.filter(item, !(item in {}))",
+                cel::literal(&Value::Array(values.clone()))
+            )),
+        }
+    }
+
+    /// What is written over `read` when it is there.
+    fn at_present(&self, read: &str) -> String {
+        match (self.over(read), self.missing()) {
+            (Some(over), _) => over,
+            (None, Some(missing)) => missing.render(),
+            (None, None) => read.to_string(),
+        }
+    }
+
+    /// What is written at `read` (CEL), there when `present` holds; `None`
+    /// when nothing is written where it is missing.
+    fn written(&self, read: &str, present: &str) -> Option<String> {
+        let missing = self.missing()?;
+        Some(match self.over(read) {
+            Some(over) => format!("({present} ? {over} : {})", missing.render()),
+            None => missing.render(),
+        })
+    }
+
+    /// The patches writing at `at`, which is `read` (CEL) when `present`
+    /// holds.
+    fn write(&self, at: &Pointer, read: &str, present: &str) -> String {
+        match self.written(read, present) {
+            Some(written) => format!("[{}]", operation("add", at, &written)),
+            None => format!(
+                "({present} ? [{}] : [])",
+                operation("add", at, &self.at_present(read))
             ),
         }
     }
@@ -175,8 +232,7 @@ fn below(current: &str, pointer: &Pointer, nodes: &[Node], value: &Leaf) -> Resu
             let step = Step::of(name);
             let at = pointer.field(name);
             if rest.is_empty() {
-                let written = value.over(&step.read(current), &step.present(current));
-                return Ok(format!("[{}]", operation("add", &at, &written)));
+                return Ok(value.write(&at, &step.read(current), &step.present(current)));
             }
             let present = below(&step.read(current), &at, rest, value)?;
             let missing = match built(rest, value) {
@@ -206,24 +262,37 @@ fn element(
         KeyValue::Glob => {
             let fields = below_glob(rest)?;
             let index = format!("{keys}.indexOf({})", key.read("e"));
-            Ok(format!(
-                "{current}.map(e, {})",
-                one("e", &pointer.index(&index), &fields, value)
-            ))
+            let patch = one("e", &pointer.index(&index), &fields, value);
+            // Where nothing is written at a missing end (a prune), only the
+            // elements with the end there or a parent missing get a patch.
+            let chosen = match value.missing() {
+                Some(_) => current.to_string(),
+                None => {
+                    let names: Vec<String> = fields.iter().map(|f| (*f).to_string()).collect();
+                    let end = cel::has_path("e", &names);
+                    let parents = names
+                        .get(..names.len().saturating_sub(1))
+                        .unwrap_or_default();
+                    match parents.is_empty() {
+                        true => format!("{current}.filter(e, {end})"),
+                        false => format!(
+                            "{current}.filter(e, !({}) || {end})",
+                            cel::has_path("e", parents)
+                        ),
+                    }
+                }
+            };
+            Ok(format!("{chosen}.map(e, {patch})"))
         }
         KeyValue::String(_) | KeyValue::Integer(_) => {
             let wanted = key_literal(&selector.key_value);
             let index = format!("{keys}.indexOf({})", cel::literal(&wanted));
             let at = pointer.index(&index);
             let present = match rest.is_empty() {
-                true => format!(
-                    "[{}]",
-                    operation(
-                        "replace",
-                        &at,
-                        &value.over(&format!("{current}[{index}]"), "true")
-                    )
-                ),
+                true => {
+                    let written = value.at_present(&format!("{current}[{index}]"));
+                    format!("[{}]", operation("replace", &at, &written))
+                }
                 false => below(&format!("{current}[{index}]"), &at, rest, value)?,
             };
             let appended = new_element(selector, rest, value).ok_or(Reason::NestedList)?;
@@ -245,7 +314,11 @@ fn one(current: &str, pointer: &Pointer, fields: &[&str], value: &Leaf) -> Strin
     let step = Step::of(name);
     let at = pointer.field(name);
     if rest.is_empty() {
-        let written = value.over(&step.read(current), &step.present(current));
+        // A prune's elements come here with the end there (see `element`).
+        let read = step.read(current);
+        let written = value
+            .written(&read, &step.present(current))
+            .unwrap_or_else(|| value.at_present(&read));
         return operation("add", &at, &written);
     }
     let rest_nodes: Vec<Node> = rest.iter().map(|f| Node::Field((*f).to_string())).collect();
@@ -291,9 +364,13 @@ fn fields_only(nodes: &[Node]) -> Option<Vec<&str>> {
 /// when a glob is on the way (a glob creates nothing).
 fn built(nodes: &[Node], value: &Leaf) -> Option<Literal> {
     let Some((node, rest)) = nodes.split_first() else {
-        return Some(value.missing());
+        return value.missing();
     };
     match node {
+        // A prune writes nothing at the end: its parent is created empty.
+        Node::Field(_) if rest.is_empty() && value.missing().is_none() => {
+            Some(Literal::Map(Vec::new()))
+        }
         Node::Field(name) => Some(Literal::Map(vec![(name.clone(), built(rest, value)?)])),
         Node::List(selector) => Some(Literal::List(vec![new_element(selector, rest, value)?])),
     }
@@ -307,7 +384,7 @@ fn new_element(selector: &ListSelector, rest: &[Node], value: &Leaf) -> Option<L
         return None;
     }
     if rest.is_empty() {
-        return Some(value.missing());
+        return value.missing();
     }
     let Literal::Map(mut members) = built(rest, value)? else {
         return None;

@@ -3,6 +3,7 @@
 use serde_json::json;
 
 use super::*;
+use sartor_api::MutatorKind;
 use sartor_engine::Mutator;
 
 /// The set of `mutators` (sartor's apiVersion, JSON) exported with the
@@ -98,10 +99,6 @@ fn what_cannot_be_exported_exactly_is_refused_with_its_reason() {
             json!({"applyTo": [{"groups": ["example.com"], "versions": ["v1"], "kinds": ["Widget"]}],
                    "location": "spec.size", "parameters": {"assign": {"value": 1}}}),
         ),
-        json!({"apiVersion": "mutations.sartor.dev/v1", "kind": "ModifySet",
-               "metadata": {"name": "d-args"},
-               "spec": {"applyTo": pods(), "location": "spec.containers[name: *].args",
-                        "parameters": {"operation": "prune", "values": {"fromList": ["--debug"]}}}}),
     ]);
     let reasons: Vec<String> = exported.refused.iter().map(ToString::to_string).collect();
     assert_eq!(
@@ -110,7 +107,6 @@ fn what_cannot_be_exported_exactly_is_refused_with_its_reason() {
             "Assign/a-list: not exported: its location has a list selector below a glob, which is not exported yet",
             "Assign/b-external: not exported: its value comes from externalData (the API server cannot ask a provider), which is not exported",
             "Assign/c-widget: not exported: it applies to Widget (example.com/v1), whose resource (plural) is not known offline; only built-in kinds are exported yet",
-            "ModifySet/d-args: not exported: ModifySet mutators are not exported yet",
         ]
     );
     assert_eq!(exported.objects, Vec::<Value>::new());
@@ -398,7 +394,9 @@ fn an_assign_image_of_a_path_alone_is_refused() {
     )]);
     assert_eq!(
         refusals(&exported),
-        ["AssignImage/path: not exported: it assigns only a path without a `/`, which may change the image again on the next pass (sartor may apply it three times, the API server runs a policy at most twice)"]
+        [
+            "AssignImage/path: not exported: it assigns only a path without a `/`, which may change the image again on the next pass (sartor may apply it three times, the API server runs a policy at most twice)"
+        ]
     );
 }
 
@@ -419,5 +417,51 @@ fn every_resource_of_a_group_is_named_once() {
         exported.objects[0]["spec"]["matchConstraints"]["resourceRules"],
         json!([{"apiGroups": ["apps"], "apiVersions": ["*"], "resources": ["*"],
                 "operations": ["CREATE", "UPDATE"]}])
+    );
+}
+
+fn modify_set(name: &str, location: &str, operation: &str, values: Value) -> Value {
+    json!({"apiVersion": "mutations.sartor.dev/v1", "kind": "ModifySet",
+           "metadata": {"name": name},
+           "spec": {"applyTo": pods(), "location": location,
+                    "parameters": {"operation": operation, "values": {"fromList": values}}}})
+}
+
+#[test]
+fn a_merge_appends_what_the_list_lacks_and_makes_a_missing_one() {
+    let exported = export(&[modify_set(
+        "merge",
+        "spec.args",
+        "merge",
+        json!(["-v", 2, "-v"]),
+    )]);
+    assert_eq!(
+        expression(&exported),
+        concat!(
+            r#"(request.kind.group == "" && request.kind.version == "v1" && request.kind.kind == "Pod" && request.operation in ["CREATE", "UPDATE"])"#,
+            r#" ? (has(object.spec) ? [JSONPatch{op: "add", path: "/spec/args", value: (has(object.spec.args)"#,
+            r#" ? object.spec.args + [dyn("-v"), dyn(2)].filter(v, !(v in object.spec.args))"#,
+            r#" : [dyn("-v"), dyn(2), dyn("-v")])}] : [JSONPatch{op: "add", path: "/spec", value: {"args": [dyn("-v"), dyn(2), dyn("-v")]}}]) : []"#,
+        )
+    );
+}
+
+#[test]
+fn a_prune_removes_where_the_list_is_and_creates_only_its_parents() {
+    let exported = export(&[modify_set(
+        "prune",
+        "spec.containers[name: *].securityContext.args",
+        "prune",
+        json!(["-v"]),
+    )]);
+    assert_eq!(
+        expression(&exported),
+        concat!(
+            r#"(request.kind.group == "" && request.kind.version == "v1" && request.kind.kind == "Pod" && request.operation in ["CREATE", "UPDATE"])"#,
+            r#" ? (has(object.spec) ? (has(object.spec.containers) ? object.spec.containers"#,
+            r#".filter(e, !(has(e.securityContext)) || has(e.securityContext) && has(e.securityContext.args))"#,
+            r#".map(e, (has(e.securityContext) ? JSONPatch{op: "add", path: "/spec/containers/" + string(object.spec.containers.map(x, x.name).indexOf(e.name)) + "/securityContext/args", value: e.securityContext.args.filter(item, !(item in ["-v"]))}"#,
+            r#" : JSONPatch{op: "add", path: "/spec/containers/" + string(object.spec.containers.map(x, x.name).indexOf(e.name)) + "/securityContext", value: {}})) : []) : []) : []"#,
+        )
     );
 }
