@@ -136,6 +136,11 @@ pub enum Reason {
     /// A glob as the last node.
     #[error("its location ends at a glob (every element replaced), which is not exported yet")]
     GlobElement,
+    /// An integer CEL would write as a string.
+    #[error(
+        "its value holds the integer {0}, past 2^53 - 1, which the API server writes as a string (CEL gives such integers to JSON as strings)"
+    )]
+    UnsafeInteger(String),
     /// An AssignImage that may change its own result again.
     #[error(
         "it assigns only a path without a `/`, which may change the image again on the next pass (sartor may apply it three times, the API server runs a policy at most twice)"
@@ -426,6 +431,7 @@ fn translate(id: &MutatorId, spec: &MutatorObject) -> Result<Mutation, Reason> {
                 existence: false,
             });
             let values = parameters.values.from_list.clone();
+            values.iter().try_for_each(json_safe)?;
             let leaf = match parameters.operation {
                 SetOperation::Merge => Leaf::Merge(values),
                 SetOperation::Prune => Leaf::Prune(values),
@@ -565,8 +571,36 @@ fn source(assign: &sartor_api::AssignField) -> Result<Source, Reason> {
         });
     }
     match &assign.value {
-        Some(value) => set(cel::Literal::Json(value.clone())),
+        Some(value) => {
+            json_safe(value)?;
+            set(cel::Literal::Json(value.clone()))
+        }
         None => Err(Reason::NotConstant("nothing (no value)")),
+    }
+}
+
+/// The largest integer CEL gives to JSON as a number: past it (either
+/// way), kube-apiserver v1.37.2 wrote `9007199254740993` as the string
+/// `"9007199254740993"` (measured with a policy on a custom resource).
+const JSON_SAFE_INTEGER: u64 = (1 << 53) - 1;
+
+/// `Ok` when every integer in `value` reaches the object as a number.
+fn json_safe(value: &Value) -> Result<(), Reason> {
+    match value {
+        Value::Number(number) => {
+            let safe = match (number.as_i64(), number.as_u64()) {
+                (Some(integer), _) => integer.unsigned_abs() <= JSON_SAFE_INTEGER,
+                (None, Some(integer)) => integer <= JSON_SAFE_INTEGER,
+                (None, None) => true,
+            };
+            match safe {
+                true => Ok(()),
+                false => Err(Reason::UnsafeInteger(number.to_string())),
+            }
+        }
+        Value::Array(items) => items.iter().try_for_each(json_safe),
+        Value::Object(fields) => fields.values().try_for_each(json_safe),
+        _ => Ok(()),
     }
 }
 

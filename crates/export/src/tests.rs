@@ -465,3 +465,34 @@ fn a_prune_removes_where_the_list_is_and_creates_only_its_parents() {
         )
     );
 }
+
+#[test]
+fn integers_past_what_json_numbers_hold_in_cel_are_refused() {
+    let exported = export(&[
+        assign_value("big", "spec.big", json!(9_007_199_254_740_993_u64)),
+        assign_value(
+            "negative",
+            "spec.negative",
+            json!({"a": [-9_007_199_254_740_992_i64]}),
+        ),
+        modify_set(
+            "set",
+            "spec.set",
+            "merge",
+            json!([18_446_744_073_709_551_615_u64]),
+        ),
+        assign_value("largest", "spec.largest", json!(9_007_199_254_740_991_u64)),
+    ]);
+    assert_eq!(
+        exported.exported,
+        [MutatorId::new(MutatorKind::Assign, "largest")]
+    );
+    assert_eq!(
+        refusals(&exported),
+        [
+            "Assign/big: not exported: its value holds the integer 9007199254740993, past 2^53 - 1, which the API server writes as a string (CEL gives such integers to JSON as strings)",
+            "Assign/negative: not exported: its value holds the integer -9007199254740992, past 2^53 - 1, which the API server writes as a string (CEL gives such integers to JSON as strings)",
+            "ModifySet/set: not exported: its value holds the integer 18446744073709551615, past 2^53 - 1, which the API server writes as a string (CEL gives such integers to JSON as strings)",
+        ]
+    );
+}
