@@ -16,10 +16,12 @@ use crate::mutate::to_yaml;
 #[derive(Debug, Subcommand)]
 pub enum ExportCommand {
     /// MutatingAdmissionPolicy (admissionregistration.k8s.io/v1, Kubernetes
-    /// 1.36+) and its binding, as YAML on stdout, for `kubectl apply -f -`.
+    /// 1.36+) and its binding, as YAML on stdout, for `kubectl apply
+    /// --server-side -f -` (a client-side apply copies the policy into an
+    /// annotation, which may hold 256 KiB).
     /// Exit 0: every mutator exported; 1: some were left out (each named on
     /// stderr with the reason; the policy holds the others); 2: invalid
-    /// input.
+    /// input, or no mutators among it.
     Map(MapArgs),
 }
 
@@ -73,6 +75,13 @@ pub fn run(command: &ExportCommand) -> anyhow::Result<Exit> {
         for finding in invalid {
             eprintln!("error: {finding}");
         }
+        return Ok(Exit::InvalidInput);
+    }
+    if repository.system.is_empty() {
+        eprintln!(
+            "error: no mutators in {} (documents whose apiVersion is mutations.sartor.dev or mutations.gatekeeper.sh)",
+            args.paths.join(", ")
+        );
         return Ok(Exit::InvalidInput);
     }
     let options = Options {

@@ -67,6 +67,11 @@ pub struct LintArgs {
     /// repeat for more.
     #[arg(long = "api-resources", value_name = "FILE", action = clap::ArgAction::Append)]
     api_resources: Vec<String>,
+    /// Also name every mutator `sartor export map` would leave out of a
+    /// MutatingAdmissionPolicy, with the reason (category `export`,
+    /// warnings).
+    #[arg(long = "export-map")]
+    export_map: bool,
 }
 
 /// What `--allow` leaves out.
@@ -152,6 +157,9 @@ pub fn run(args: &LintArgs) -> anyhow::Result<Exit> {
             .into_iter()
             .filter(allowed),
     );
+    if args.export_map {
+        findings.extend(load::export_findings(&repository));
+    }
     let skipped = repository.others.len() + repository.skipped;
     let count = |severity: Severity| findings.iter().filter(|f| f.severity() == severity).count();
     let (errors, warnings, infos) = (

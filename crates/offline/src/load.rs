@@ -56,6 +56,9 @@ pub enum Category {
     /// Gatekeeper apiVersion, which Gatekeeper installs as it is: a warning,
     /// so that a repository Gatekeeper accepts still passes `sartor lint`.
     AcceptedByGatekeeper(Rule),
+    /// A mutator `sartor export map` leaves out (`sartor lint
+    /// --export-map`).
+    Export,
 }
 
 impl Category {
@@ -67,6 +70,7 @@ impl Category {
             Category::Compile => "compile",
             Category::Conflict => "conflict",
             Category::Provider => "provider",
+            Category::Export => "export",
             Category::Gatekeeper(_) => GATEKEEPER,
             Category::Analysis(rule) | Category::AcceptedByGatekeeper(rule) => rule.as_str(),
         }
@@ -79,7 +83,7 @@ impl Category {
     pub fn severity(self) -> Severity {
         match self {
             Category::Load | Category::Compile | Category::Conflict => Severity::Error,
-            Category::Provider => Severity::Warning,
+            Category::Provider | Category::Export => Severity::Warning,
             Category::Gatekeeper(class) => class.severity(),
             Category::Analysis(rule) => rule.severity(),
             Category::AcceptedByGatekeeper(_) => Severity::Warning,
@@ -205,6 +209,32 @@ pub fn provider_findings(repository: &Repository) -> Vec<Finding> {
                 message: format!(
                     "spec.parameters.assign.externalData.provider: no Provider {provider:?} among those read ({}); in a cluster without it, every admission this mutator matches meets an unknown provider and its failurePolicy decides",
                     names.join(", ")
+                ),
+                analysis: None,
+            })
+        })
+        .collect()
+}
+
+/// The mutators `sartor export map` (with its default options) would leave
+/// out of a MutatingAdmissionPolicy, each with the reason, at its document.
+pub fn export_findings(repository: &Repository) -> Vec<Finding> {
+    let export = sartor_export::map(
+        &repository.system,
+        &repository.specs,
+        &sartor_export::Options::default(),
+    );
+    export
+        .refused
+        .iter()
+        .filter_map(|refusal| {
+            Some(Finding {
+                category: Category::Export,
+                origin: repository.origins.get(&refusal.mutator)?.clone(),
+                subject: Some(refusal.mutator.to_string()),
+                message: format!(
+                    "not exported as a MutatingAdmissionPolicy: {}",
+                    refusal.reason
                 ),
                 analysis: None,
             })
