@@ -8,9 +8,15 @@
 //! ```text
 //!  spec . containers [name: *] . securityContext . readOnlyRootFilesystem
 //!  has(object.spec) ? (has(object.spec.containers) ?
-//!      object.spec.containers.map(e, <one patch for e at /spec/containers/<its index>>) : [])
+//!      object.spec.containers.map(e, <the patches for e at /spec/containers/<its index>>)
+//!        .flatten() : [])
 //!    : []                                  (a glob creates nothing)
 //! ```
+//!
+//! A glob inside a glob names its elements `e1`, `e2`, ... A ModifySet
+//! never writes back the elements there (the API server cannot turn a
+//! built-in kind's typed elements into JSON): a merge appends at `/-`, a
+//! prune removes by index, last first.
 //!
 //! A list element's index comes from its key: `list.map(x, x.k).indexOf(v)`
 //! (Kubernetes' CEL `lists` library), so a patch names the element the
@@ -53,12 +59,39 @@ impl Leaf {
         }
     }
 
-    /// What is written over `read` (CEL), which is there: `None` when it
-    /// does not depend on what is there.
+    /// What is written over `read` (CEL), which is there, as one value:
+    /// `None` when it does not depend on what is there, or is not one value
+    /// (a ModifySet's, whose patches leave the elements there untouched:
+    /// the API server cannot write a built-in kind's typed elements back).
     fn over(&self, read: &str) -> Option<String> {
         match self {
-            Leaf::Value(_) => None,
             Leaf::Image(parts) => Some(image(read, parts)),
+            Leaf::Value(_) | Leaf::Merge(_) | Leaf::Prune(_) => None,
+        }
+    }
+
+    /// What is written over `read` when it is there, as one value.
+    fn at_present(&self, read: &str) -> String {
+        match (self.over(read), self.missing()) {
+            (Some(over), _) => over,
+            (None, Some(missing)) => missing.render(),
+            (None, None) => read.to_string(),
+        }
+    }
+
+    /// The patches writing at `at`, which is `read` (CEL) when `present`
+    /// holds.
+    fn write(&self, at: &Pointer, read: &str, present: &str) -> String {
+        let missing = self.missing().map(|m| operation("add", at, &m.render()));
+        match self {
+            Leaf::Value(_) => format!("[{}]", missing.unwrap_or_default()),
+            Leaf::Image(_) => {
+                let written = match self.missing() {
+                    Some(m) => format!("({present} ? {} : {})", self.at_present(read), m.render()),
+                    None => self.at_present(read),
+                };
+                format!("[{}]", operation("add", at, &written))
+            }
             Leaf::Merge(values) => {
                 // Appending a value makes the next one equal to it present:
                 // the values once each, first occurrences kept.
@@ -68,45 +101,19 @@ impl Leaf {
                         distinct.push(value.clone());
                     }
                 }
-                Some(format!(
-                    "{read} + {}.filter(v, !(v in {read}))",
-                    cel::literal(&Value::Array(distinct))
-                ))
+                format!(
+                    "({present} ? {}.filter(v, !(v in {read})).map(v, {}) : [{}])",
+                    cel::literal(&Value::Array(distinct)),
+                    operation("add", &at.text("/-"), "v"),
+                    missing.unwrap_or_default()
+                )
             }
-            Leaf::Prune(values) => Some(format!(
-                "{read}.filter(item, !(item in {}))",
-                cel::literal(&Value::Array(values.clone()))
-            )),
-        }
-    }
-
-    /// What is written over `read` when it is there.
-    fn at_present(&self, read: &str) -> String {
-        match (self.over(read), self.missing()) {
-            (Some(over), _) => over,
-            (None, Some(missing)) => missing.render(),
-            (None, None) => read.to_string(),
-        }
-    }
-
-    /// What is written at `read` (CEL), there when `present` holds; `None`
-    /// when nothing is written where it is missing.
-    fn written(&self, read: &str, present: &str) -> Option<String> {
-        let missing = self.missing()?;
-        Some(match self.over(read) {
-            Some(over) => format!("({present} ? {over} : {})", missing.render()),
-            None => missing.render(),
-        })
-    }
-
-    /// The patches writing at `at`, which is `read` (CEL) when `present`
-    /// holds.
-    fn write(&self, at: &Pointer, read: &str, present: &str) -> String {
-        match self.written(read, present) {
-            Some(written) => format!("[{}]", operation("add", at, &written)),
-            None => format!(
-                "({present} ? [{}] : [])",
-                operation("add", at, &self.at_present(read))
+            // Removed from the last to the first, so each index still
+            // names the element it was computed for.
+            Leaf::Prune(values) => format!(
+                "({present} ? lists.range(size({read})).map(j, size({read}) - 1 - j).filter(i, {read}[i] in {}).map(i, JSONPatch{{op: \"remove\", path: {}}}) : [])",
+                cel::literal(&Value::Array(values.clone())),
+                at.index("i").render()
             ),
         }
     }
@@ -219,11 +226,18 @@ fn operation(op: &str, path: &Pointer, value: &str) -> String {
 /// # Errors
 /// A location the export cannot write exactly yet.
 pub(crate) fn assign(nodes: &[Node], value: &Leaf) -> Result<String, Reason> {
-    below("object", &Pointer::default(), nodes, value)
+    below("object", &Pointer::default(), nodes, value, 0)
 }
 
-/// The patches that set `value` at `nodes` below `current` (at `pointer`).
-fn below(current: &str, pointer: &Pointer, nodes: &[Node], value: &Leaf) -> Result<String, Reason> {
+/// The patches that set `value` at `nodes` below `current` (at `pointer`),
+/// inside `globs` globs.
+fn below(
+    current: &str,
+    pointer: &Pointer,
+    nodes: &[Node],
+    value: &Leaf,
+    globs: usize,
+) -> Result<String, Reason> {
     let Some((node, rest)) = nodes.split_first() else {
         return Ok("[]".to_string());
     };
@@ -234,7 +248,7 @@ fn below(current: &str, pointer: &Pointer, nodes: &[Node], value: &Leaf) -> Resu
             if rest.is_empty() {
                 return Ok(value.write(&at, &step.read(current), &step.present(current)));
             }
-            let present = below(&step.read(current), &at, rest, value)?;
+            let present = below(&step.read(current), &at, rest, value, globs)?;
             let missing = match built(rest, value) {
                 Some(subtree) => format!("[{}]", operation("add", &at, &subtree.render())),
                 None => "[]".to_string(),
@@ -244,7 +258,7 @@ fn below(current: &str, pointer: &Pointer, nodes: &[Node], value: &Leaf) -> Resu
                 step.present(current)
             ))
         }
-        Node::List(selector) => element(current, pointer, selector, rest, value),
+        Node::List(selector) => element(current, pointer, selector, rest, value, globs),
     }
 }
 
@@ -256,33 +270,23 @@ fn element(
     selector: &ListSelector,
     rest: &[Node],
     value: &Leaf,
+    globs: usize,
 ) -> Result<String, Reason> {
     let (key, keys) = keys(current, selector);
     match &selector.key_value {
         KeyValue::Glob => {
-            let fields = below_glob(rest)?;
-            let index = format!("{keys}.indexOf({})", key.read("e"));
-            let patch = one("e", &pointer.index(&index), &fields, value);
-            // Where nothing is written at a missing end (a prune), only the
-            // elements with the end there or a parent missing get a patch.
-            let chosen = match value.missing() {
-                Some(_) => current.to_string(),
-                None => {
-                    let names: Vec<String> = fields.iter().map(|f| (*f).to_string()).collect();
-                    let end = cel::has_path("e", &names);
-                    let parents = names
-                        .get(..names.len().saturating_sub(1))
-                        .unwrap_or_default();
-                    match parents.is_empty() {
-                        true => format!("{current}.filter(e, {end})"),
-                        false => format!(
-                            "{current}.filter(e, !({}) || {end})",
-                            cel::has_path("e", parents)
-                        ),
-                    }
-                }
+            if rest.is_empty() {
+                return Err(Reason::GlobElement);
+            }
+            // Each element's patches, one list: a glob inside a glob names
+            // its elements apart.
+            let each = match globs {
+                0 => "e".to_string(),
+                n => format!("e{n}"),
             };
-            Ok(format!("{chosen}.map(e, {patch})"))
+            let index = format!("{keys}.indexOf({})", key.read(&each));
+            let patches = below(&each, &pointer.index(&index), rest, value, globs + 1)?;
+            Ok(format!("{current}.map({each}, {patches}).flatten()"))
         }
         KeyValue::String(_) | KeyValue::Integer(_) => {
             let wanted = key_literal(&selector.key_value);
@@ -293,7 +297,7 @@ fn element(
                     let written = value.at_present(&format!("{current}[{index}]"));
                     format!("[{}]", operation("replace", &at, &written))
                 }
-                false => below(&format!("{current}[{index}]"), &at, rest, value)?,
+                false => below(&format!("{current}[{index}]"), &at, rest, value, globs)?,
             };
             let appended = new_element(selector, rest, value).ok_or(Reason::NestedList)?;
             Ok(format!(
@@ -303,32 +307,6 @@ fn element(
         }
         KeyValue::NotIn(_) => Err(Reason::NotIn),
     }
-}
-
-/// One patch for `current` (at `pointer`) setting `value` at `fields`: the
-/// first missing field is added with the rest built below it.
-fn one(current: &str, pointer: &Pointer, fields: &[&str], value: &Leaf) -> String {
-    let Some((name, rest)) = fields.split_first() else {
-        return "[]".to_string();
-    };
-    let step = Step::of(name);
-    let at = pointer.field(name);
-    if rest.is_empty() {
-        // A prune's elements come here with the end there (see `element`).
-        let read = step.read(current);
-        let written = value
-            .written(&read, &step.present(current))
-            .unwrap_or_else(|| value.at_present(&read));
-        return operation("add", &at, &written);
-    }
-    let rest_nodes: Vec<Node> = rest.iter().map(|f| Node::Field((*f).to_string())).collect();
-    let subtree = built(&rest_nodes, value).unwrap_or(Literal::Json(Value::Null));
-    format!(
-        "({} ? {} : {})",
-        step.present(current),
-        one(&step.read(current), &at, rest, value),
-        operation("add", &at, &subtree.render())
-    )
 }
 
 /// The key field of `selector`'s elements, and the keys of the list

@@ -85,9 +85,9 @@ fn an_assign_of_fields_is_one_mutation_of_the_policy() {
 fn what_cannot_be_exported_exactly_is_refused_with_its_reason() {
     let exported = export(&[
         assign(
-            "a-list",
-            json!({"applyTo": pods(), "location": "spec.containers[name: *].ports[containerPort: *].hostPort",
-                   "parameters": {"assign": {"value": 0}}}),
+            "a-notin",
+            json!({"applyTo": pods(), "location": "spec.containers[name notin (app)].ports",
+                   "parameters": {"assign": {"value": []}}}),
         ),
         assign(
             "b-external",
@@ -104,7 +104,7 @@ fn what_cannot_be_exported_exactly_is_refused_with_its_reason() {
     assert_eq!(
         reasons,
         [
-            "Assign/a-list: not exported: its location has a list selector below a glob, which is not exported yet",
+            "Assign/a-notin: not exported: its location has a notin selector, which is not exported yet",
             "Assign/b-external: not exported: its value comes from externalData (the API server cannot ask a provider), which is not exported",
             "Assign/c-widget: not exported: it applies to Widget (example.com/v1), whose resource (plural) is not known offline; only built-in kinds are exported yet",
         ]
@@ -251,8 +251,8 @@ fn a_glob_sets_every_element_there_is_and_creates_none() {
         concat!(
             r#"(request.kind.group == "" && request.kind.version == "v1" && request.kind.kind == "Pod" && request.operation in ["CREATE", "UPDATE"])"#,
             r#" ? (has(object.spec) ? (has(object.spec.containers) ? object.spec.containers.map(e,"#,
-            r#" (has(e.securityContext) ? JSONPatch{op: "add", path: "/spec/containers/" + string(object.spec.containers.map(x, x.name).indexOf(e.name)) + "/securityContext/privileged", value: false}"#,
-            r#" : JSONPatch{op: "add", path: "/spec/containers/" + string(object.spec.containers.map(x, x.name).indexOf(e.name)) + "/securityContext", value: {"privileged": false}}))"#,
+            r#" (has(e.securityContext) ? [JSONPatch{op: "add", path: "/spec/containers/" + string(object.spec.containers.map(x, x.name).indexOf(e.name)) + "/securityContext/privileged", value: false}]"#,
+            r#" : [JSONPatch{op: "add", path: "/spec/containers/" + string(object.spec.containers.map(x, x.name).indexOf(e.name)) + "/securityContext", value: {"privileged": false}}])).flatten()"#,
             r#" : []) : []) : []"#,
         )
     );
@@ -439,9 +439,10 @@ fn a_merge_appends_what_the_list_lacks_and_makes_a_missing_one() {
         expression(&exported),
         concat!(
             r#"(request.kind.group == "" && request.kind.version == "v1" && request.kind.kind == "Pod" && request.operation in ["CREATE", "UPDATE"])"#,
-            r#" ? (has(object.spec) ? [JSONPatch{op: "add", path: "/spec/args", value: (has(object.spec.args)"#,
-            r#" ? object.spec.args + [dyn("-v"), dyn(2)].filter(v, !(v in object.spec.args))"#,
-            r#" : [dyn("-v"), dyn(2), dyn("-v")])}] : [JSONPatch{op: "add", path: "/spec", value: {"args": [dyn("-v"), dyn(2), dyn("-v")]}}]) : []"#,
+            r#" ? (has(object.spec) ? (has(object.spec.args)"#,
+            r#" ? [dyn("-v"), dyn(2)].filter(v, !(v in object.spec.args)).map(v, JSONPatch{op: "add", path: "/spec/args/-", value: v})"#,
+            r#" : [JSONPatch{op: "add", path: "/spec/args", value: [dyn("-v"), dyn(2), dyn("-v")]}])"#,
+            r#" : [JSONPatch{op: "add", path: "/spec", value: {"args": [dyn("-v"), dyn(2), dyn("-v")]}}]) : []"#,
         )
     );
 }
@@ -458,10 +459,10 @@ fn a_prune_removes_where_the_list_is_and_creates_only_its_parents() {
         expression(&exported),
         concat!(
             r#"(request.kind.group == "" && request.kind.version == "v1" && request.kind.kind == "Pod" && request.operation in ["CREATE", "UPDATE"])"#,
-            r#" ? (has(object.spec) ? (has(object.spec.containers) ? object.spec.containers"#,
-            r#".filter(e, !(has(e.securityContext)) || has(e.securityContext) && has(e.securityContext.args))"#,
-            r#".map(e, (has(e.securityContext) ? JSONPatch{op: "add", path: "/spec/containers/" + string(object.spec.containers.map(x, x.name).indexOf(e.name)) + "/securityContext/args", value: e.securityContext.args.filter(item, !(item in ["-v"]))}"#,
-            r#" : JSONPatch{op: "add", path: "/spec/containers/" + string(object.spec.containers.map(x, x.name).indexOf(e.name)) + "/securityContext", value: {}})) : []) : []) : []"#,
+            r#" ? (has(object.spec) ? (has(object.spec.containers) ? object.spec.containers.map(e, (has(e.securityContext)"#,
+            r#" ? (has(e.securityContext.args) ? lists.range(size(e.securityContext.args)).map(j, size(e.securityContext.args) - 1 - j)"#,
+            r#".filter(i, e.securityContext.args[i] in ["-v"]).map(i, JSONPatch{op: "remove", path: "/spec/containers/" + string(object.spec.containers.map(x, x.name).indexOf(e.name)) + "/securityContext/args/" + string(i)}) : [])"#,
+            r#" : [JSONPatch{op: "add", path: "/spec/containers/" + string(object.spec.containers.map(x, x.name).indexOf(e.name)) + "/securityContext", value: {}}])).flatten() : []) : []) : []"#,
         )
     );
 }
@@ -494,5 +495,30 @@ fn integers_past_what_json_numbers_hold_in_cel_are_refused() {
             "Assign/negative: not exported: its value holds the integer -9007199254740992, past 2^53 - 1, which the API server writes as a string (CEL gives such integers to JSON as strings)",
             "ModifySet/set: not exported: its value holds the integer 18446744073709551615, past 2^53 - 1, which the API server writes as a string (CEL gives such integers to JSON as strings)",
         ]
+    );
+}
+
+#[test]
+fn a_glob_inside_a_glob_names_its_elements_apart() {
+    let exported = export(&[assign(
+        "tcp",
+        json!({"applyTo": pods(), "location": "spec.containers[name: *].ports[containerPort: *].protocol",
+               "parameters": {"assign": {"value": "TCP"}}}),
+    )]);
+    let index = |list: &str, each: &str, key: &str| {
+        format!("string({list}.map(x, x.{key}).indexOf({each}.{key}))")
+    };
+    assert_eq!(
+        expression(&exported),
+        format!(
+            concat!(
+                r#"(request.kind.group == "" && request.kind.version == "v1" && request.kind.kind == "Pod" && request.operation in ["CREATE", "UPDATE"])"#,
+                r#" ? (has(object.spec) ? (has(object.spec.containers) ? object.spec.containers.map(e,"#,
+                r#" (has(e.ports) ? e.ports.map(e1, [JSONPatch{{op: "add", path: "/spec/containers/" + {outer} + "/ports/" + {inner} + "/protocol", value: "TCP"}}]).flatten() : [])).flatten()"#,
+                r#" : []) : []) : []"#,
+            ),
+            outer = index("object.spec.containers", "e", "name"),
+            inner = index("e.ports", "e1", "containerPort"),
+        )
     );
 }
