@@ -211,6 +211,26 @@ struct Mutation {
     reads: Vec<passes::Read>,
     /// The kinds (group, kind) it can apply to; `None`: any kind.
     kinds: Option<BTreeSet<(String, String)>>,
+    /// A ModifySet's operation (merge: `true`) and values.
+    set: Option<(bool, Vec<Value>)>,
+}
+
+impl Mutation {
+    /// Whether `self`, reading its own list, may need to run again after
+    /// `writer` writes it at `write`: not when both are ModifySets whose
+    /// values the other does not undo (merges only add, prunes only
+    /// remove; a merge and a prune commute unless they share a value).
+    fn rereads(&self, read: &passes::Read, writer: &Mutation, write: &passes::Write) -> bool {
+        let own = self.writes.iter().any(|mine| mine.path == read.path);
+        match (&self.set, &writer.set) {
+            (Some((merges, values)), Some((other_merges, others)))
+                if own && write.path.len() == read.path.len() =>
+            {
+                merges != other_merges && values.iter().any(|value| others.contains(value))
+            }
+            _ => true,
+        }
+    }
 }
 
 /// One `resourceRules` entry.
@@ -315,10 +335,9 @@ fn too_many_passes(mutations: &[Mutation]) -> Option<(usize, Reason)> {
                 continue;
             }
             let read = reader.reads.iter().find(|read| {
-                writer
-                    .writes
-                    .iter()
-                    .any(|write| passes::overlaps(read, write))
+                writer.writes.iter().any(|write| {
+                    passes::overlaps(read, write) && reader.rereads(read, writer, write)
+                })
             });
             if let Some(read) = read {
                 edges.push((reader_at, writer_at, passes::Shown(&read.path).to_string()));
@@ -477,6 +496,13 @@ fn translate(id: &MutatorId, spec: &MutatorObject) -> Result<Mutation, Reason> {
         }],
         reads,
         kinds,
+        set: match spec {
+            MutatorObject::ModifySet(set) => Some((
+                set.spec.parameters.operation == SetOperation::Merge,
+                set.spec.parameters.values.from_list.clone(),
+            )),
+            _ => None,
+        },
     })
 }
 

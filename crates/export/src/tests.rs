@@ -522,3 +522,22 @@ fn a_glob_inside_a_glob_names_its_elements_apart() {
         )
     );
 }
+
+#[test]
+fn modify_sets_of_one_list_need_one_pass_unless_they_undo_each_other() {
+    // In name order the prune comes first, then the merge writes its list:
+    // the prune need not run again, as the merge adds none of its values.
+    let exported = export(&[
+        modify_set("a-prune", "spec.args", "prune", json!(["--old"])),
+        modify_set("b-merge", "spec.args", "merge", json!(["--new"])),
+        modify_set("c-merge", "spec.args", "merge", json!(["--newer"])),
+    ]);
+    assert_eq!(refusals(&exported), Vec::<String>::new());
+    // A merge of what a prune removes never settles: refused.
+    let exported = export(&[
+        modify_set("a-prune", "spec.args", "prune", json!(["--old"])),
+        modify_set("b-merge", "spec.args", "merge", json!(["--old"])),
+        modify_set("c-prune", "spec.args", "prune", json!(["--x"])),
+    ]);
+    assert!(!exported.refused.is_empty(), "{:?}", refusals(&exported));
+}
