@@ -130,9 +130,11 @@ pub enum Reason {
     /// A pathTest on elements a glob selects.
     #[error("its pathTest {0} tests elements a glob or notin selects, which is not exported yet")]
     GlobPathTest(String),
-    /// A glob followed by another list selector.
-    #[error("its location has a list selector below a glob, which is not exported yet")]
-    NestedList,
+    /// A glob below a keyed element the mutation may have to create.
+    #[error(
+        "its location has a glob below a keyed element it may create, which is not exported yet"
+    )]
+    GlobBelowKeyed,
     /// A glob as the last node.
     #[error("its location ends at a glob (every element replaced), which is not exported yet")]
     GlobElement,

@@ -278,12 +278,8 @@ fn element(
             if rest.is_empty() {
                 return Err(Reason::GlobElement);
             }
-            // Each element's patches, one list: a glob inside a glob names
-            // its elements apart.
-            let each = match globs {
-                0 => "e".to_string(),
-                n => format!("e{n}"),
-            };
+            // Each element's patches, one list.
+            let each = element_name(globs);
             let index = format!("{keys}.indexOf({})", key.read(&each));
             let patches = below(&each, &pointer.index(&index), rest, value, globs + 1)?;
             Ok(format!("{current}.map({each}, {patches}).flatten()"))
@@ -299,7 +295,7 @@ fn element(
                 }
                 false => below(&format!("{current}[{index}]"), &at, rest, value, globs)?,
             };
-            let appended = new_element(selector, rest, value).ok_or(Reason::NestedList)?;
+            let appended = new_element(selector, rest, value).ok_or(Reason::GlobBelowKeyed)?;
             Ok(format!(
                 "({index} >= 0 ? {present} : [{}])",
                 operation("add", &pointer.text("/-"), &appended.render())
@@ -309,22 +305,21 @@ fn element(
     }
 }
 
+/// What the elements of a glob inside `globs` globs are called: `e`,
+/// `e1`, ..., so an inner one does not hide an outer one.
+fn element_name(globs: usize) -> String {
+    match globs {
+        0 => "e".to_string(),
+        n => format!("e{n}"),
+    }
+}
+
 /// The key field of `selector`'s elements, and the keys of the list
 /// `current` as a CEL list (`current.map(x, x.name)`).
 fn keys<'s>(current: &str, selector: &'s ListSelector) -> (Step<'s>, String) {
     let key = Step::of(&selector.key_field);
     let keys = format!("{current}.map(x, {})", key.read("x"));
     (key, keys)
-}
-
-/// The fields below a glob: at least one, and no list (each element gets
-/// one patch, and CEL has no flattening of a list of lists).
-fn below_glob(rest: &[Node]) -> Result<Vec<&str>, Reason> {
-    let fields = fields_only(rest).ok_or(Reason::NestedList)?;
-    if fields.is_empty() {
-        return Err(Reason::GlobElement);
-    }
-    Ok(fields)
 }
 
 /// The field names of `nodes` when they are all fields.
@@ -419,11 +414,16 @@ fn key_literal(key: &KeyValue) -> Value {
 /// # Errors
 /// A location the export cannot remove exactly yet.
 pub(crate) fn remove(nodes: &[Node]) -> Result<String, Reason> {
-    removed("object", &Pointer::default(), nodes)
+    removed("object", &Pointer::default(), nodes, 0)
 }
 
 /// The removals of `nodes` below `current` (at `pointer`).
-fn removed(current: &str, pointer: &Pointer, nodes: &[Node]) -> Result<String, Reason> {
+fn removed(
+    current: &str,
+    pointer: &Pointer,
+    nodes: &[Node],
+    globs: usize,
+) -> Result<String, Reason> {
     let Some((node, rest)) = nodes.split_first() else {
         return Ok("[]".to_string());
     };
@@ -434,25 +434,40 @@ fn removed(current: &str, pointer: &Pointer, nodes: &[Node]) -> Result<String, R
             let at = pointer.field(name);
             let present = match rest.is_empty() {
                 true => format!("[{}]", removal(&at)),
-                false => removed(&step.read(current), &at, rest)?,
+                false => removed(&step.read(current), &at, rest, globs)?,
             };
             Ok(format!("({} ? {present} : [])", step.present(current)))
         }
         Node::List(selector) => {
             let (key, keys) = keys(current, selector);
             match &selector.key_value {
+                // Removing every element there is.
+                KeyValue::Glob if rest.is_empty() => Err(Reason::GlobElement),
                 KeyValue::Glob => {
-                    let fields = below_glob(rest)?;
-                    let names: Vec<String> = fields.iter().map(|f| (*f).to_string()).collect();
-                    let mut at = pointer.index(&format!("{keys}.indexOf({})", key.read("e")));
-                    for name in &fields {
-                        at = at.field(name);
+                    let each = element_name(globs);
+                    let index = format!("{keys}.indexOf({})", key.read(&each));
+                    match fields_only(rest) {
+                        // The elements with the field, one removal each.
+                        Some(fields) => {
+                            let names: Vec<String> =
+                                fields.iter().map(|f| (*f).to_string()).collect();
+                            let mut at = pointer.index(&index);
+                            for name in &fields {
+                                at = at.field(name);
+                            }
+                            Ok(format!(
+                                "{current}.filter({each}, {}).map({each}, {})",
+                                cel::has_path(&each, &names),
+                                removal(&at)
+                            ))
+                        }
+                        // Each element's removals, one list (below a list
+                        // there, no removal moves another's index).
+                        None => {
+                            let patches = removed(&each, &pointer.index(&index), rest, globs + 1)?;
+                            Ok(format!("{current}.map({each}, {patches}).flatten()"))
+                        }
                     }
-                    Ok(format!(
-                        "{current}.filter(e, {}).map(e, {})",
-                        cel::has_path("e", &names),
-                        removal(&at)
-                    ))
                 }
                 KeyValue::String(_) | KeyValue::Integer(_) => {
                     let wanted = key_literal(&selector.key_value);
@@ -460,7 +475,7 @@ fn removed(current: &str, pointer: &Pointer, nodes: &[Node]) -> Result<String, R
                     let at = pointer.index(&index);
                     let present = match rest.is_empty() {
                         true => format!("[{}]", removal(&at)),
-                        false => removed(&format!("{current}[{index}]"), &at, rest)?,
+                        false => removed(&format!("{current}[{index}]"), &at, rest, globs)?,
                     };
                     Ok(format!("({index} >= 0 ? {present} : [])"))
                 }
