@@ -67,6 +67,8 @@ const TRIALS: &[Check<Suite>] = trials![
     crds::cel_rules_reject_invalid_mutators,
     crds::kubectl_explain_shows_the_docs,
     export::exported_policies_store_what_sartor_mutate_predicts,
+    export::generated_sets_store_what_sartor_mutate_predicts,
+    export::the_api_servers_limits_are_checked_at_export,
     install::kustomize_client_side_then_server_side,
     install::examples_apply_with_only_sartors_crds,
     admission::objects_are_stored_as_sartor_mutate_predicts,
