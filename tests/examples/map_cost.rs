@@ -258,36 +258,21 @@ fn exported_mutators(mutators: &Path, policy: &str) -> Result<String, String> {
         .unwrap_or_default()
         .split(", ")
         .collect();
-    let mut files = vec![mutators.to_path_buf()];
-    if mutators.is_dir() {
-        files = std::fs::read_dir(mutators)
-            .map_err(|e| format!("{}: {e}", mutators.display()))?
-            .filter_map(Result::ok)
-            .map(|entry| entry.path())
-            .collect();
-        files.sort();
-    }
     let mut kept = Vec::new();
-    for file in files {
-        let text =
-            std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
-        for document in serde_yaml::Deserializer::from_str(&text) {
-            let mutator =
-                Value::deserialize(document).map_err(|e| format!("{}: {e}", file.display()))?;
-            let named = format!(
-                "{}/{}",
-                mutator
-                    .get("kind")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default(),
-                mutator
-                    .pointer("/metadata/name")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-            );
-            if exported.contains(&named.as_str()) {
-                kept.push(mutator.to_string());
-            }
+    for mutator in sartor_tests::documents(mutators)? {
+        let named = format!(
+            "{}/{}",
+            mutator
+                .get("kind")
+                .and_then(Value::as_str)
+                .unwrap_or_default(),
+            mutator
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+        );
+        if exported.contains(&named.as_str()) {
+            kept.push(mutator.to_string());
         }
     }
     Ok(kept.join("\n---\n"))

@@ -46,3 +46,34 @@ pub fn read_repo_file(relative: &str) -> std::io::Result<String> {
     std::fs::read_to_string(&path)
         .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", path.display())))
 }
+
+/// The YAML documents of `path` (a file, or a directory's files in name
+/// order), empty ones left out.
+///
+/// # Errors
+/// A file that cannot be read or a document that is not YAML, with its path.
+pub fn documents(path: &Path) -> Result<Vec<serde_json::Value>, String> {
+    use serde::Deserialize as _;
+    let mut files = vec![path.to_path_buf()];
+    if path.is_dir() {
+        files = std::fs::read_dir(path)
+            .map_err(|e| format!("{}: {e}", path.display()))?
+            .filter_map(Result::ok)
+            .map(|entry| entry.path())
+            .collect();
+        files.sort();
+    }
+    let mut documents = Vec::new();
+    for file in files {
+        let text =
+            std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+        for document in serde_yaml::Deserializer::from_str(&text) {
+            let value = serde_json::Value::deserialize(document)
+                .map_err(|e| format!("{}: {e}", file.display()))?;
+            if !value.is_null() {
+                documents.push(value);
+            }
+        }
+    }
+    Ok(documents)
+}

@@ -11,7 +11,6 @@ use sartor_differential::generate::{self, Mode};
 use sartor_differential::sartor::admitted_namespace;
 use sartor_export::limits;
 use sartor_tests::cluster::ControlPlane;
-use serde::Deserialize as _;
 use serde_json::{Value, json};
 
 use crate::admission::without_server_fields;
@@ -243,28 +242,7 @@ impl Proof {
 
 /// The examples' mutators and objects (their Namespace is `shop`).
 fn examples_proof() -> Result<Proof, String> {
-    let read = |relative: &str| -> Result<Vec<Value>, String> {
-        let mut documents = Vec::new();
-        let dir = crate::repo().join(relative);
-        let mut files: Vec<_> = std::fs::read_dir(&dir)
-            .map_err(|e| format!("{}: {e}", dir.display()))?
-            .filter_map(Result::ok)
-            .map(|entry| entry.path())
-            .collect();
-        files.sort();
-        for file in files {
-            let text =
-                std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
-            for document in serde_yaml::Deserializer::from_str(&text) {
-                let value =
-                    Value::deserialize(document).map_err(|e| format!("{}: {e}", file.display()))?;
-                if !value.is_null() {
-                    documents.push(value);
-                }
-            }
-        }
-        Ok(documents)
-    };
+    let read = |relative: &str| sartor_tests::documents(&crate::repo().join(relative));
     let objects = read("examples/objects")?;
     let (namespaces, objects): (Vec<Value>, Vec<Value>) = objects
         .into_iter()
