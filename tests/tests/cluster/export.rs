@@ -387,6 +387,13 @@ fn prepare(
     let mut mutators = proof.mutators.clone();
     // The names the API server refuses never reach a cluster.
     mutators.retain(|mutator| valid_name(mutator["metadata"]["name"].as_str().unwrap_or("")));
+    let named = proof.mutators.len() - mutators.len();
+    if named > 0 {
+        *tally
+            .skipped
+            .entry("mutators: names the API server refuses".into())
+            .or_default() += named;
+    }
     let mut policy = None;
     for _ in 0..4 {
         if mutators.is_empty() {
@@ -446,7 +453,10 @@ fn prepare(
                         proof.id
                     ));
                 }
-                *tally.skipped.entry("mutators: invalid".into()).or_default() += invalid.len();
+                *tally
+                    .skipped
+                    .entry("mutators: refused by sartor".into())
+                    .or_default() += invalid.len();
                 mutators = mutators
                     .into_iter()
                     .enumerate()
