@@ -140,8 +140,10 @@ fn key_equals(element: &Value, selector: &ListSelector) -> bool {
         .is_some_and(|key| value_equals(key, &selector.key_value))
 }
 
-/// Whole-value JSON equality, numbers compared by value (`1` equals `1.0`).
-pub(crate) fn json_equal(a: &Value, b: &Value) -> bool {
+/// Whole-value JSON equality, numbers compared by value (`1` equals `1.0`),
+/// as Gatekeeper's float64 numbers compare: how ModifySet and value
+/// conditions compare.
+pub fn json_equal(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Number(a), Value::Number(b)) => {
             if let (Some(a), Some(b)) = (a.as_i64(), b.as_i64()) {

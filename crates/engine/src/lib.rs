@@ -114,7 +114,7 @@ mod walk;
 
 pub use annotation::MUTATIONS_ANNOTATION;
 pub use compiled::{Compiled, FileError, compile};
-pub use condition::{CompiledCondition, ConditionConflict};
+pub use condition::{CompiledCondition, ConditionConflict, json_equal};
 pub use conflict::Conflict;
 pub use expansion::{ExpandError, ExpandFailure, Expander, Generated, Template, TemplatesError};
 pub use external::{Answers, Asks, NoAnswers, PLACEHOLDER_FIELD, ProviderAnswers, item_error};

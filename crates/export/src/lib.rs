@@ -33,7 +33,7 @@ use sartor_api::{
     GATEKEEPER_PROTECTED_GROUPS, Match, MutatorObject, OperationPattern, PathTest, SARTOR_DOMAIN,
     Scope, SetOperation, SourcePattern, Wildcard, protected,
 };
-use sartor_engine::{ImageParts, MutatorId, System};
+use sartor_engine::{ImageParts, MutatorId, System, json_equal};
 use sartor_location::{Condition, Node, Path};
 use serde_json::{Value, json};
 
@@ -213,8 +213,8 @@ struct Mutation {
     reads: Vec<passes::Read>,
     /// The kinds (group, kind) it can apply to; `None`: any kind.
     kinds: Option<BTreeSet<(String, String)>>,
-    /// A ModifySet's operation (merge: `true`) and values.
-    set: Option<(bool, Vec<Value>)>,
+    /// A ModifySet's operation and values.
+    set: Option<(SetOperation, Vec<Value>)>,
 }
 
 impl Mutation {
@@ -228,7 +228,10 @@ impl Mutation {
             (Some((merges, values)), Some((other_merges, others)))
                 if own && write.path.len() == read.path.len() =>
             {
-                merges != other_merges && values.iter().any(|value| others.contains(value))
+                merges != other_merges
+                    && values
+                        .iter()
+                        .any(|value| others.iter().any(|other| json_equal(value, other)))
             }
             _ => true,
         }
@@ -500,7 +503,7 @@ fn translate(id: &MutatorId, spec: &MutatorObject) -> Result<Mutation, Reason> {
         kinds,
         set: match spec {
             MutatorObject::ModifySet(set) => Some((
-                set.spec.parameters.operation == SetOperation::Merge,
+                set.spec.parameters.operation,
                 set.spec.parameters.values.from_list.clone(),
             )),
             _ => None,

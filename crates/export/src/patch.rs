@@ -22,7 +22,7 @@
 //! (Kubernetes' CEL `lists` library), so a patch names the element the
 //! engine changes.
 
-use sartor_engine::ImageParts;
+use sartor_engine::{ImageParts, json_equal};
 use sartor_location::{KeyValue, ListSelector, Node};
 use serde_json::Value;
 
@@ -97,7 +97,7 @@ impl Leaf {
                 // the values once each, first occurrences kept.
                 let mut distinct: Vec<Value> = Vec::new();
                 for value in values {
-                    if !distinct.contains(value) {
+                    if !distinct.iter().any(|seen| json_equal(seen, value)) {
                         distinct.push(value.clone());
                     }
                 }
