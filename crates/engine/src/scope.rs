@@ -14,7 +14,7 @@
 //!  + `kubectl api-resources` output (--api-resources)
 //! ```
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::sync::LazyLock;
 
@@ -35,18 +35,22 @@ static BUILTIN_SCOPES: LazyLock<Scopes> = LazyLock::new(|| {
     // The table is checked against the real API server by the cluster suite
     // and parsed by this module's tests: it cannot fail here.
     if let Ok(resources) = ApiResource::parse(BUILTIN) {
-        scopes.extend(resources);
+        scopes.extend_listed(resources);
     }
     scopes
 });
 
-/// Which kinds are namespaced, by API group and kind (any version).
+/// Which kinds are namespaced, by API group and kind (any version), and
+/// the resource (plural) each is served as where that is known.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Scopes {
     kinds: BTreeMap<(String, String), bool>,
+    plurals: BTreeMap<(String, String), String>,
+    /// Groups whose every kind is known: those of a discovery listing.
+    listed: BTreeSet<String>,
 }
 
-/// One row of `kubectl api-resources`: a kind and its scope.
+/// One row of `kubectl api-resources`: a kind, its scope and its resource.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiResource {
     /// The API group; empty for the core group.
@@ -55,6 +59,9 @@ pub struct ApiResource {
     pub kind: String,
     /// Whether its objects live in a namespace.
     pub namespaced: bool,
+    /// The resource it is served as, such as `pods` (the NAME column, a
+    /// CRD's `spec.names.plural`); `None` when not given.
+    pub plural: Option<String>,
 }
 
 /// Text that is not the output of `kubectl api-resources`.
@@ -142,7 +149,32 @@ impl Scopes {
     pub fn extend(&mut self, resources: impl IntoIterator<Item = ApiResource>) {
         for resource in resources {
             self.insert(&resource.group, &resource.kind, resource.namespaced);
+            if let Some(plural) = resource.plural {
+                self.plurals.insert((resource.group, resource.kind), plural);
+            }
         }
+    }
+
+    /// Records every row of a discovery listing (`kubectl api-resources`):
+    /// its groups' kinds are then all known.
+    pub fn extend_listed(&mut self, resources: impl IntoIterator<Item = ApiResource>) {
+        let resources: Vec<ApiResource> = resources.into_iter().collect();
+        self.listed
+            .extend(resources.iter().map(|resource| resource.group.clone()));
+        self.extend(resources);
+    }
+
+    /// The resource `group`/`kind` is served as, when known.
+    pub fn plural(&self, group: &str, kind: &str) -> Option<&str> {
+        self.plurals
+            .get(&(group.to_string(), kind.to_string()))
+            .map(String::as_str)
+    }
+
+    /// Whether every kind of `group` is known (it came from a discovery
+    /// listing): a kind of it that is not known is not served.
+    pub fn lists_group(&self, group: &str) -> bool {
+        self.listed.contains(group)
     }
 
     /// Where `object` is admitted when `default_namespace` is the namespace
@@ -214,6 +246,7 @@ impl ApiResource {
         };
         let starts = header_columns(header);
         let column = |name: &str| starts.iter().position(|(n, _)| *n == name);
+        let name = column("NAME");
         let (Some(api_version), Some(namespaced), Some(kind)) =
             (column("APIVERSION"), column("NAMESPACED"), column("KIND"))
         else {
@@ -251,6 +284,10 @@ impl ApiResource {
                 group: group.to_string(),
                 kind: cell(kind, "KIND")?.to_string(),
                 namespaced,
+                plural: match name {
+                    Some(name) => Some(cell(name, "NAME")?.to_string()),
+                    None => None,
+                },
             });
         }
         Ok(resources)
@@ -289,6 +326,7 @@ impl ApiResource {
             group: group.to_string(),
             kind: kind.to_string(),
             namespaced,
+            plural: text("/spec/names/plural").map(str::to_string),
         }))
     }
 }

@@ -23,7 +23,6 @@ mod cel;
 pub mod limits;
 mod passes;
 mod patch;
-mod resources;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
@@ -33,7 +32,7 @@ use sartor_api::{
     GATEKEEPER_PROTECTED_GROUPS, Match, MutatorObject, OperationPattern, PathTest, SARTOR_DOMAIN,
     Scope, SetOperation, SourcePattern, Wildcard, protected,
 };
-use sartor_engine::{ImageParts, MutatorId, System, json_equal};
+use sartor_engine::{ImageParts, MutatorId, Scopes, System, json_equal};
 use sartor_location::{Condition, Node, Path};
 use serde_json::{Value, json};
 
@@ -51,6 +50,9 @@ pub struct Options {
     pub excluded_namespaces: Vec<Wildcard>,
     /// What the API server does when a mutation fails.
     pub failure_policy: FailurePolicy,
+    /// The kinds the cluster serves and their resources (plurals): the
+    /// built-in ones, and those of `--api-resources` and CRDs given.
+    pub resources: Scopes,
 }
 
 impl Default for Options {
@@ -60,6 +62,7 @@ impl Default for Options {
             sartor_namespace: "sartor-system".to_string(),
             excluded_namespaces: Wildcard::new("kube-system").into_iter().collect(),
             failure_policy: FailurePolicy::Ignore,
+            resources: Scopes::builtin().clone(),
         }
     }
 }
@@ -159,9 +162,9 @@ pub enum Reason {
         "it matches only generated objects (match.source: Generated), which never reach admission"
     )]
     GeneratedOnly,
-    /// A kind whose resource an offline export cannot know.
+    /// A kind whose resource the export was not told.
     #[error(
-        "it applies to {0}, whose resource (plural) is not known offline; only built-in kinds are exported yet"
+        "it applies to {0}, whose resource (plural) is not known offline: give its CRD or --api-resources"
     )]
     UnknownKind(String),
     /// Nothing to apply to.
@@ -264,7 +267,7 @@ pub fn map(
             Err(Reason::Conflicted)
         } else {
             match specs.get(id) {
-                Some(spec) => translate(id, spec),
+                Some(spec) => translate(id, spec, &options.resources),
                 None => continue,
             }
         };
@@ -388,7 +391,7 @@ fn too_many_passes(mutations: &[Mutation]) -> Option<(usize, Reason)> {
 }
 
 /// One mutator as a mutation, or why it cannot be one.
-fn translate(id: &MutatorId, spec: &MutatorObject) -> Result<Mutation, Reason> {
+fn translate(id: &MutatorId, spec: &MutatorObject, resources: &Scopes) -> Result<Mutation, Reason> {
     if !spec.conditions().is_empty() {
         return Err(Reason::Conditions);
     }
@@ -409,7 +412,7 @@ fn translate(id: &MutatorId, spec: &MutatorObject) -> Result<Mutation, Reason> {
     let (rules, applies, patches) = match spec {
         MutatorObject::Assign(assign) => {
             let source = source(&assign.spec.parameters.assign)?;
-            let (rules, applies) = apply_to(&assign.spec.apply_to)?;
+            let (rules, applies) = apply_to(&assign.spec.apply_to, resources)?;
             let tests = path_tests(&assign.spec.parameters.path_tests, &mut reads)?;
             let applies = std::iter::once(applies).chain(tests).collect::<Vec<_>>();
             let (patches, when) = match source {
@@ -434,7 +437,7 @@ fn translate(id: &MutatorId, spec: &MutatorObject) -> Result<Mutation, Reason> {
             if !parts.idempotent() {
                 return Err(Reason::ImagePathAlone);
             }
-            let (rules, applies) = apply_to(&image.spec.apply_to)?;
+            let (rules, applies) = apply_to(&image.spec.apply_to, resources)?;
             let tests = path_tests(&parameters.path_tests, &mut reads)?;
             // The new image is made of the one there.
             reads.push(passes::Read {
@@ -447,7 +450,7 @@ fn translate(id: &MutatorId, spec: &MutatorObject) -> Result<Mutation, Reason> {
         }
         MutatorObject::ModifySet(set) => {
             let parameters = &set.spec.parameters;
-            let (rules, applies) = apply_to(&set.spec.apply_to)?;
+            let (rules, applies) = apply_to(&set.spec.apply_to, resources)?;
             let tests = path_tests(&parameters.path_tests, &mut reads)?;
             // Merge and prune both depend on the list there.
             reads.push(passes::Read {
@@ -468,7 +471,7 @@ fn translate(id: &MutatorId, spec: &MutatorObject) -> Result<Mutation, Reason> {
             let Source::Set { value, when } = source(&meta.spec.parameters.assign)? else {
                 return Err(Reason::NotConstant("remove"));
             };
-            let rules = kinds_rules(criteria)?;
+            let rules = kinds_rules(criteria, resources)?;
             let names = field_names(location)?;
             let applies = when.unwrap_or_else(|| "true".to_string());
             (rules, applies, metadata_patch(&names, &value))
@@ -656,7 +659,7 @@ fn operations(entry: &ApplyTo) -> Vec<&'static str> {
 
 /// An Assign's `applyTo` as rules, and the guard that keeps it to exactly
 /// those groups, versions, kinds and operations.
-fn apply_to(entries: &[ApplyTo]) -> Result<(BTreeSet<Rule>, String), Reason> {
+fn apply_to(entries: &[ApplyTo], resources: &Scopes) -> Result<(BTreeSet<Rule>, String), Reason> {
     let mut rules = BTreeSet::new();
     let mut alternatives = Vec::new();
     for entry in entries {
@@ -665,7 +668,8 @@ fn apply_to(entries: &[ApplyTo]) -> Result<(BTreeSet<Rule>, String), Reason> {
         for group in &entry.groups {
             for version in &entry.versions {
                 for kind in &entry.kinds {
-                    let Some(rule) = kind_rule(group, version, kind, &operations)? else {
+                    let Some(rule) = kind_rule(resources, group, version, kind, &operations)?
+                    else {
                         continue;
                     };
                     rules.insert(rule);
@@ -694,12 +698,13 @@ fn apply_to(entries: &[ApplyTo]) -> Result<(BTreeSet<Rule>, String), Reason> {
 /// built-in one without that kind (nothing to match), an error when the
 /// group is not built in (its resource is not known offline).
 fn kind_rule(
+    resources: &Scopes,
     group: &str,
     version: &str,
     kind: &str,
     operations: &[&'static str],
 ) -> Result<Option<Rule>, Reason> {
-    match resources::plural(group, kind) {
+    match resources.plural(group, kind) {
         Some(resource) => Ok(Some(Rule {
             group: group.to_string(),
             version: version.to_string(),
@@ -707,7 +712,7 @@ fn kind_rule(
             operations: operations.to_vec(),
             kind: Some(kind.to_string()),
         })),
-        None if resources::knows_group(group) => Ok(None),
+        None if resources.lists_group(group) => Ok(None),
         None => Err(Reason::UnknownKind(match version {
             "*" => format!("{kind} ({group})"),
             _ => format!("{kind} ({group}/{version})"),
@@ -717,7 +722,7 @@ fn kind_rule(
 
 /// The rules of an AssignMetadata, which applies to every kind `match.kinds`
 /// allows: a kind in the table by its resource, `*` for every resource.
-fn kinds_rules(criteria: &Match) -> Result<BTreeSet<Rule>, Reason> {
+fn kinds_rules(criteria: &Match, resources: &Scopes) -> Result<BTreeSet<Rule>, Reason> {
     let operations = vec!["CREATE", "UPDATE"];
     let every = |group: &str| Rule {
         group: group.to_string(),
@@ -742,7 +747,7 @@ fn kinds_rules(criteria: &Match) -> Result<BTreeSet<Rule>, Reason> {
                 continue;
             }
             for kind in &entry.kinds {
-                rules.extend(kind_rule(group, "*", kind, &operations)?);
+                rules.extend(kind_rule(resources, group, "*", kind, &operations)?);
             }
         }
     }
@@ -902,9 +907,9 @@ fn protected_resource_rules() -> Vec<Value> {
                    "resources": every, "operations": every})
         })
         .collect();
-    let configuration: Vec<String> = ADMISSION_CONFIGURATION_KINDS
+    let configuration: Vec<&str> = ADMISSION_CONFIGURATION_KINDS
         .iter()
-        .map(|kind| resources::plural_of_configuration(kind))
+        .filter_map(|kind| Scopes::builtin().plural(ADMISSION_REGISTRATION_GROUP, kind))
         .collect();
     rules.push(
         json!({"apiGroups": [ADMISSION_REGISTRATION_GROUP], "apiVersions": every,

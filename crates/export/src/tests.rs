@@ -106,7 +106,7 @@ fn what_cannot_be_exported_exactly_is_refused_with_its_reason() {
         [
             "Assign/a-notin: not exported: its location has a notin selector, which is not exported yet",
             "Assign/b-external: not exported: its value comes from externalData (the API server cannot ask a provider), which is not exported",
-            "Assign/c-widget: not exported: it applies to Widget (example.com/v1), whose resource (plural) is not known offline; only built-in kinds are exported yet",
+            "Assign/c-widget: not exported: it applies to Widget (example.com/v1), whose resource (plural) is not known offline: give its CRD or --api-resources",
         ]
     );
     assert_eq!(exported.objects, Vec::<Value>::new());
@@ -541,4 +541,42 @@ fn modify_sets_of_one_list_need_one_pass_unless_they_undo_each_other() {
         modify_set("c-prune", "spec.args", "prune", json!(["--x"])),
     ]);
     assert!(!exported.refused.is_empty(), "{:?}", refusals(&exported));
+}
+
+#[test]
+fn a_custom_kind_exports_once_its_resource_is_known() {
+    let widget = assign(
+        "size",
+        json!({"applyTo": [{"groups": ["example.com"], "versions": ["v1"], "kinds": ["Widget"]}],
+               "location": "spec.size", "parameters": {"assign": {"value": 3}}}),
+    );
+    assert_eq!(
+        refusals(&export(std::slice::from_ref(&widget))),
+        [
+            "Assign/size: not exported: it applies to Widget (example.com/v1), whose resource (plural) is not known offline: give its CRD or --api-resources"
+        ]
+    );
+    let mut resources = Scopes::builtin().clone();
+    resources.extend([sartor_engine::ApiResource {
+        group: "example.com".to_string(),
+        kind: "Widget".to_string(),
+        namespaced: true,
+        plural: Some("widgets".to_string()),
+    }]);
+    let options = Options {
+        resources,
+        ..Options::default()
+    };
+    let object = sartor_api::parse_mutator(&widget).unwrap();
+    let mutator = Mutator::compile(&object).unwrap();
+    let mut system = System::new();
+    let specs = HashMap::from([(mutator.id().clone(), object)]);
+    system.upsert(mutator);
+    let exported = map(&system, &specs, &options);
+    assert_eq!(refusals(&exported), Vec::<String>::new());
+    assert_eq!(
+        exported.objects[0]["spec"]["matchConstraints"]["resourceRules"],
+        json!([{"apiGroups": ["example.com"], "apiVersions": ["v1"], "resources": ["widgets"],
+                "operations": ["CREATE", "UPDATE"]}])
+    );
 }

@@ -47,6 +47,11 @@ pub struct MapArgs {
     /// object unmutated, as sartor's webhook does.
     #[arg(long = "failure-policy", value_enum, default_value_t = Failure::Ignore)]
     failure_policy: Failure,
+    /// The output of `kubectl api-resources` for the cluster the policy
+    /// goes to: the resources (plurals) of kinds that are not built in,
+    /// beside the CRDs among the PATHs; repeat for more.
+    #[arg(long = "api-resources", value_name = "FILE", action = clap::ArgAction::Append)]
+    api_resources: Vec<String>,
 }
 
 /// `--failure-policy`.
@@ -84,6 +89,13 @@ pub fn run(command: &ExportCommand) -> anyhow::Result<Exit> {
         );
         return Ok(Exit::InvalidInput);
     }
+    let (resources, unreadable) = repository.scopes(&args.api_resources);
+    if !unreadable.is_empty() {
+        for finding in unreadable {
+            eprintln!("error: {finding}");
+        }
+        return Ok(Exit::InvalidInput);
+    }
     let options = Options {
         name: args.name.clone(),
         sartor_namespace: args.sartor_namespace.clone(),
@@ -92,6 +104,7 @@ pub fn run(command: &ExportCommand) -> anyhow::Result<Exit> {
             Failure::Ignore => FailurePolicy::Ignore,
             Failure::Fail => FailurePolicy::Fail,
         },
+        resources,
     };
     let export = sartor_export::map(&repository.system, &repository.specs, &options);
     let documents: Vec<String> = export

@@ -158,7 +158,7 @@ pub fn run(args: &LintArgs) -> anyhow::Result<Exit> {
             .filter(allowed),
     );
     if args.export_map {
-        findings.extend(load::export_findings(&repository));
+        findings.extend(load::export_findings(&repository, &scopes));
     }
     let skipped = repository.others.len() + repository.skipped;
     let count = |severity: Severity| findings.iter().filter(|f| f.severity() == severity).count();

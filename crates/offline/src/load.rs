@@ -216,14 +216,15 @@ pub fn provider_findings(repository: &Repository) -> Vec<Finding> {
         .collect()
 }
 
-/// The mutators `sartor export map` (with its default options) would leave
-/// out of a MutatingAdmissionPolicy, each with the reason, at its document.
-pub fn export_findings(repository: &Repository) -> Vec<Finding> {
-    let export = sartor_export::map(
-        &repository.system,
-        &repository.specs,
-        &sartor_export::Options::default(),
-    );
+/// The mutators `sartor export map` (with its default options, the kinds
+/// of `scopes`) would leave out of a MutatingAdmissionPolicy, each with the
+/// reason, at its document.
+pub fn export_findings(repository: &Repository, scopes: &Scopes) -> Vec<Finding> {
+    let options = sartor_export::Options {
+        resources: scopes.clone(),
+        ..sartor_export::Options::default()
+    };
+    let export = sartor_export::map(&repository.system, &repository.specs, &options);
     export
         .refused
         .iter()
@@ -543,7 +544,7 @@ impl Repository {
                     ApiResource::parse(&text)
                         .map_err(|e| format!("not `kubectl api-resources` output: {e}"))
                 }) {
-                Ok(resources) => scopes.extend(resources),
+                Ok(resources) => scopes.extend_listed(resources),
                 Err(message) => findings.push(Finding {
                     category: Category::Load,
                     origin: Origin {

@@ -417,6 +417,8 @@ fn prepare(
             // The probe's namespace: the set's mutations stay out of it.
             "--exclude-namespace",
             PROBE_NAMESPACE,
+            "--api-resources",
+            &resources.display().to_string(),
             &file,
         ])?;
         match code {

@@ -35,7 +35,8 @@ fn api_resources_are_read_under_their_headers_wide_or_not() {
         [ApiResource {
             group: String::new(),
             kind: "Node".to_string(),
-            namespaced: false
+            namespaced: false,
+            plural: Some("nodes".to_string()),
         }]
     );
     assert_eq!(ApiResource::parse("\n  \n").unwrap(), []);
@@ -96,6 +97,7 @@ fn a_crd_among_the_inputs_gives_its_kind_a_scope() {
         group: "example.com".to_string(),
         kind: "Widget".to_string(),
         namespaced,
+        plural: Some("widgets".to_string()),
     };
     assert_eq!(
         ApiResource::of_crd(&crd("Cluster")),
@@ -153,4 +155,20 @@ fn objects_are_placed_by_their_kind_not_by_a_namespace_field() {
         Placement::Assumed("default").to_string(),
         "in namespace default (assumed: namespaced kind without metadata.namespace; -n sets it)"
     );
+}
+
+#[test]
+fn a_listing_gives_each_kind_its_resource_and_knows_its_groups_whole() {
+    let builtin = Scopes::builtin();
+    assert_eq!(builtin.plural("", "Pod"), Some("pods"));
+    assert_eq!(
+        builtin.plural("admissionregistration.k8s.io", "ValidatingAdmissionPolicy"),
+        Some("validatingadmissionpolicies")
+    );
+    assert!(builtin.lists_group("apps") && !builtin.lists_group("example.com"));
+    let mut scopes = builtin.clone();
+    scopes.extend(ApiResource::of_crd(&crd("Namespaced")).unwrap());
+    assert_eq!(scopes.plural("example.com", "Widget"), Some("widgets"));
+    // A CRD names one kind of its group, not all of them.
+    assert!(!scopes.lists_group("example.com"));
 }
