@@ -151,8 +151,8 @@ pub enum Reason {
         "it assigns only a path without a `/`, which may change the image again on the next pass (sartor may apply it three times, the API server runs a policy at most twice)"
     )]
     ImagePathAlone,
-    /// sartor's `notin` selector.
-    #[error("its location has a notin selector, which is not exported yet")]
+    /// sartor's `notin` selector with numbers.
+    #[error("its location has a notin selector of numbers, which is not exported yet")]
     NotIn,
     /// sartor's value conditions.
     #[error("its value conditions (parameters.conditions) are not exported yet")]

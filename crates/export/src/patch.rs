@@ -8,19 +8,18 @@
 //! ```text
 //!  spec . containers [name: *] . securityContext . readOnlyRootFilesystem
 //!  has(object.spec) ? (has(object.spec.containers) ?
-//!      object.spec.containers.map(e, <the patches for e at /spec/containers/<its index>>)
-//!        .flatten() : [])
+//!      lists.range(size(object.spec.containers)).map(g,
+//!        <the patches for object.spec.containers[g] at /spec/containers/<g>>).flatten() : [])
 //!    : []                                  (a glob creates nothing)
 //! ```
 //!
-//! A glob inside a glob names its elements `e1`, `e2`, ... A ModifySet
-//! never writes back the elements there (the API server cannot turn a
-//! built-in kind's typed elements into JSON): a merge appends at `/-`, a
-//! prune removes by index, last first.
-//!
-//! A list element's index comes from its key: `list.map(x, x.k).indexOf(v)`
-//! (Kubernetes' CEL `lists` library), so a patch names the element the
-//! engine changes.
+//! A glob (and `notin`, filtered) visits the elements by position, as the
+//! engine does, so an element without its key or with another's is visited
+//! as itself; a glob inside a glob counts `g1`, `g2`, ... A keyed element's
+//! index comes from its key: `list.map(x, x.k).indexOf(v)` (Kubernetes' CEL
+//! `lists` library). A ModifySet never writes back the elements there (the
+//! API server cannot turn a built-in kind's typed elements into JSON): a
+//! merge appends at `/-`, a prune removes by index, last first.
 
 use sartor_engine::{ImageParts, json_equal};
 use sartor_location::{KeyValue, ListSelector, Node};
@@ -272,17 +271,18 @@ fn element(
     value: &Leaf,
     globs: usize,
 ) -> Result<String, Reason> {
-    let (key, keys) = keys(current, selector);
+    let keys = keys(current, selector);
     match &selector.key_value {
-        KeyValue::Glob => {
+        KeyValue::Glob | KeyValue::NotIn(_) => {
             if rest.is_empty() {
                 return Err(Reason::GlobElement);
             }
-            // Each element's patches, one list.
-            let each = element_name(globs);
-            let index = format!("{keys}.indexOf({})", key.read(&each));
+            // Each selected element's patches, one list.
+            let index = index_name(globs);
+            let each = format!("{current}[{index}]");
             let patches = below(&each, &pointer.index(&index), rest, value, globs + 1)?;
-            Ok(format!("{current}.map({each}, {patches}).flatten()"))
+            let chosen = selected(current, &index, selector)?;
+            Ok(format!("{chosen}.map({index}, {patches}).flatten()"))
         }
         KeyValue::String(_) | KeyValue::Integer(_) => {
             let wanted = key_literal(&selector.key_value);
@@ -301,25 +301,54 @@ fn element(
                 operation("add", &pointer.text("/-"), &appended.render())
             ))
         }
-        KeyValue::NotIn(_) => Err(Reason::NotIn),
     }
 }
 
-/// What the elements of a glob inside `globs` globs are called: `e`,
-/// `e1`, ..., so an inner one does not hide an outer one.
-fn element_name(globs: usize) -> String {
+/// What the index of a glob's element is called inside `globs` globs: `g`,
+/// `g1`, ..., so an inner one does not hide an outer one.
+fn index_name(globs: usize) -> String {
     match globs {
-        0 => "e".to_string(),
-        n => format!("e{n}"),
+        0 => "g".to_string(),
+        n => format!("g{n}"),
     }
 }
 
-/// The key field of `selector`'s elements, and the keys of the list
-/// `current` as a CEL list (`current.map(x, x.name)`).
-fn keys<'s>(current: &str, selector: &'s ListSelector) -> (Step<'s>, String) {
+/// The indexes (`index` in CEL) of the elements of the list `current` that
+/// the glob or `notin` `selector` visits, as the engine visits them: every
+/// element (by index, so an element without its key, or with the key of
+/// another, is visited as itself), or every one whose key is missing or
+/// equals none of the `notin` values (strings: a number never equals one,
+/// in CEL as in the engine).
+fn selected(current: &str, index: &str, selector: &ListSelector) -> Result<String, Reason> {
+    let every = format!("lists.range(size({current}))");
+    let KeyValue::NotIn(set) = &selector.key_value else {
+        return Ok(every);
+    };
+    let names: Option<Vec<&str>> = set
+        .values()
+        .iter()
+        .map(|value| match value {
+            sartor_location::Literal::String(name) => Some(name.as_str()),
+            sartor_location::Literal::Integer(_) => None,
+        })
+        .collect();
+    let names = names.ok_or(Reason::NotIn)?;
+    let element = format!("{current}[{index}]");
     let key = Step::of(&selector.key_field);
-    let keys = format!("{current}.map(x, {})", key.read("x"));
-    (key, keys)
+    let listed: Vec<String> = names.iter().map(|name| cel::string(name)).collect();
+    Ok(format!(
+        "{every}.filter({index}, !({}) || !({} in [{}]))",
+        key.present(&element),
+        key.read(&element),
+        listed.join(", ")
+    ))
+}
+
+/// The keys of the list `current`'s elements as a CEL list
+/// (`current.map(x, x.name)`).
+fn keys(current: &str, selector: &ListSelector) -> String {
+    let key = Step::of(&selector.key_field);
+    format!("{current}.map(x, {})", key.read("x"))
 }
 
 /// The field names of `nodes` when they are all fields.
@@ -439,13 +468,15 @@ fn removed(
             Ok(format!("({} ? {present} : [])", step.present(current)))
         }
         Node::List(selector) => {
-            let (key, keys) = keys(current, selector);
+            let keys = keys(current, selector);
             match &selector.key_value {
-                // Removing every element there is.
-                KeyValue::Glob if rest.is_empty() => Err(Reason::GlobElement),
-                KeyValue::Glob => {
-                    let each = element_name(globs);
-                    let index = format!("{keys}.indexOf({})", key.read(&each));
+                // Removing every element there is (or every one `notin`
+                // selects).
+                KeyValue::Glob | KeyValue::NotIn(_) if rest.is_empty() => Err(Reason::GlobElement),
+                KeyValue::Glob | KeyValue::NotIn(_) => {
+                    let index = index_name(globs);
+                    let each = format!("{current}[{index}]");
+                    let chosen = selected(current, &index, selector)?;
                     match fields_only(rest) {
                         // The elements with the field, one removal each.
                         Some(fields) => {
@@ -456,7 +487,7 @@ fn removed(
                                 at = at.field(name);
                             }
                             Ok(format!(
-                                "{current}.filter({each}, {}).map({each}, {})",
+                                "{chosen}.filter({index}, {}).map({index}, {})",
                                 cel::has_path(&each, &names),
                                 removal(&at)
                             ))
@@ -465,7 +496,7 @@ fn removed(
                         // there, no removal moves another's index).
                         None => {
                             let patches = removed(&each, &pointer.index(&index), rest, globs + 1)?;
-                            Ok(format!("{current}.map({each}, {patches}).flatten()"))
+                            Ok(format!("{chosen}.map({index}, {patches}).flatten()"))
                         }
                     }
                 }
@@ -479,7 +510,6 @@ fn removed(
                     };
                     Ok(format!("({index} >= 0 ? {present} : [])"))
                 }
-                KeyValue::NotIn(_) => Err(Reason::NotIn),
             }
         }
     }

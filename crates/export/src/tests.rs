@@ -86,8 +86,8 @@ fn what_cannot_be_exported_exactly_is_refused_with_its_reason() {
     let exported = export(&[
         assign(
             "a-notin",
-            json!({"applyTo": pods(), "location": "spec.containers[name notin (app)].ports",
-                   "parameters": {"assign": {"value": []}}}),
+            json!({"applyTo": pods(), "location": "spec.containers[name: *].ports[containerPort notin (80)].hostPort",
+                   "parameters": {"assign": {"value": 0}}}),
         ),
         assign(
             "b-external",
@@ -104,7 +104,7 @@ fn what_cannot_be_exported_exactly_is_refused_with_its_reason() {
     assert_eq!(
         reasons,
         [
-            "Assign/a-notin: not exported: its location has a notin selector, which is not exported yet",
+            "Assign/a-notin: not exported: its location has a notin selector of numbers, which is not exported yet",
             "Assign/b-external: not exported: its value comes from externalData (the API server cannot ask a provider), which is not exported",
             "Assign/c-widget: not exported: it applies to Widget (example.com/v1), whose resource (plural) is not known offline: give its CRD or --api-resources",
         ]
@@ -250,9 +250,9 @@ fn a_glob_sets_every_element_there_is_and_creates_none() {
         expression(&exported),
         concat!(
             r#"(request.kind.group == "" && request.kind.version == "v1" && request.kind.kind == "Pod" && request.operation in ["CREATE", "UPDATE"])"#,
-            r#" ? (has(object.spec) ? (has(object.spec.containers) ? object.spec.containers.map(e,"#,
-            r#" (has(e.securityContext) ? [JSONPatch{op: "add", path: "/spec/containers/" + string(object.spec.containers.map(x, x.name).indexOf(e.name)) + "/securityContext/privileged", value: false}]"#,
-            r#" : [JSONPatch{op: "add", path: "/spec/containers/" + string(object.spec.containers.map(x, x.name).indexOf(e.name)) + "/securityContext", value: {"privileged": false}}])).flatten()"#,
+            r#" ? (has(object.spec) ? (has(object.spec.containers) ? lists.range(size(object.spec.containers)).map(g,"#,
+            r#" (has(object.spec.containers[g].securityContext) ? [JSONPatch{op: "add", path: "/spec/containers/" + string(g) + "/securityContext/privileged", value: false}]"#,
+            r#" : [JSONPatch{op: "add", path: "/spec/containers/" + string(g) + "/securityContext", value: {"privileged": false}}])).flatten()"#,
             r#" : []) : []) : []"#,
         )
     );
@@ -459,10 +459,10 @@ fn a_prune_removes_where_the_list_is_and_creates_only_its_parents() {
         expression(&exported),
         concat!(
             r#"(request.kind.group == "" && request.kind.version == "v1" && request.kind.kind == "Pod" && request.operation in ["CREATE", "UPDATE"])"#,
-            r#" ? (has(object.spec) ? (has(object.spec.containers) ? object.spec.containers.map(e, (has(e.securityContext)"#,
-            r#" ? (has(e.securityContext.args) ? lists.range(size(e.securityContext.args)).map(j, size(e.securityContext.args) - 1 - j)"#,
-            r#".filter(i, e.securityContext.args[i] in ["-v"]).map(i, JSONPatch{op: "remove", path: "/spec/containers/" + string(object.spec.containers.map(x, x.name).indexOf(e.name)) + "/securityContext/args/" + string(i)}) : [])"#,
-            r#" : [JSONPatch{op: "add", path: "/spec/containers/" + string(object.spec.containers.map(x, x.name).indexOf(e.name)) + "/securityContext", value: {}}])).flatten() : []) : []) : []"#,
+            r#" ? (has(object.spec) ? (has(object.spec.containers) ? lists.range(size(object.spec.containers)).map(g, (has(object.spec.containers[g].securityContext)"#,
+            r#" ? (has(object.spec.containers[g].securityContext.args) ? lists.range(size(object.spec.containers[g].securityContext.args)).map(j, size(object.spec.containers[g].securityContext.args) - 1 - j)"#,
+            r#".filter(i, object.spec.containers[g].securityContext.args[i] in ["-v"]).map(i, JSONPatch{op: "remove", path: "/spec/containers/" + string(g) + "/securityContext/args/" + string(i)}) : [])"#,
+            r#" : [JSONPatch{op: "add", path: "/spec/containers/" + string(g) + "/securityContext", value: {}}])).flatten() : []) : []) : []"#,
         )
     );
 }
@@ -505,20 +505,14 @@ fn a_glob_inside_a_glob_names_its_elements_apart() {
         json!({"applyTo": pods(), "location": "spec.containers[name: *].ports[containerPort: *].protocol",
                "parameters": {"assign": {"value": "TCP"}}}),
     )]);
-    let index = |list: &str, each: &str, key: &str| {
-        format!("string({list}.map(x, x.{key}).indexOf({each}.{key}))")
-    };
     assert_eq!(
         expression(&exported),
-        format!(
-            concat!(
-                r#"(request.kind.group == "" && request.kind.version == "v1" && request.kind.kind == "Pod" && request.operation in ["CREATE", "UPDATE"])"#,
-                r#" ? (has(object.spec) ? (has(object.spec.containers) ? object.spec.containers.map(e,"#,
-                r#" (has(e.ports) ? e.ports.map(e1, [JSONPatch{{op: "add", path: "/spec/containers/" + {outer} + "/ports/" + {inner} + "/protocol", value: "TCP"}}]).flatten() : [])).flatten()"#,
-                r#" : []) : []) : []"#,
-            ),
-            outer = index("object.spec.containers", "e", "name"),
-            inner = index("e.ports", "e1", "containerPort"),
+        concat!(
+            r#"(request.kind.group == "" && request.kind.version == "v1" && request.kind.kind == "Pod" && request.operation in ["CREATE", "UPDATE"])"#,
+            r#" ? (has(object.spec) ? (has(object.spec.containers) ? lists.range(size(object.spec.containers)).map(g,"#,
+            r#" (has(object.spec.containers[g].ports) ? lists.range(size(object.spec.containers[g].ports)).map(g1,"#,
+            r#" [JSONPatch{op: "add", path: "/spec/containers/" + string(g) + "/ports/" + string(g1) + "/protocol", value: "TCP"}]).flatten() : [])).flatten()"#,
+            r#" : []) : []) : []"#,
         )
     );
 }
@@ -578,5 +572,24 @@ fn a_custom_kind_exports_once_its_resource_is_known() {
         exported.objects[0]["spec"]["matchConstraints"]["resourceRules"],
         json!([{"apiGroups": ["example.com"], "apiVersions": ["v1"], "resources": ["widgets"],
                 "operations": ["CREATE", "UPDATE"]}])
+    );
+}
+
+#[test]
+fn a_notin_visits_every_element_whose_key_is_missing_or_not_listed() {
+    let exported = export(&[assign(
+        "no-escalation",
+        json!({"applyTo": pods(), "location": "spec.containers[name notin (side, \"log\")].stdin",
+               "parameters": {"assign": {"value": false}}}),
+    )]);
+    assert_eq!(
+        expression(&exported),
+        concat!(
+            r#"(request.kind.group == "" && request.kind.version == "v1" && request.kind.kind == "Pod" && request.operation in ["CREATE", "UPDATE"])"#,
+            r#" ? (has(object.spec) ? (has(object.spec.containers) ? lists.range(size(object.spec.containers))"#,
+            r#".filter(g, !(has(object.spec.containers[g].name)) || !(object.spec.containers[g].name in ["log", "side"]))"#,
+            r#".map(g, [JSONPatch{op: "add", path: "/spec/containers/" + string(g) + "/stdin", value: false}]).flatten()"#,
+            r#" : []) : []) : []"#,
+        )
     );
 }
