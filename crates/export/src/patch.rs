@@ -271,7 +271,6 @@ fn element(
     value: &Leaf,
     globs: usize,
 ) -> Result<String, Reason> {
-    let keys = keys(current, selector);
     match &selector.key_value {
         KeyValue::Glob | KeyValue::NotIn(_) => {
             if rest.is_empty() {
@@ -285,8 +284,7 @@ fn element(
             Ok(format!("{chosen}.map({index}, {patches}).flatten()"))
         }
         KeyValue::String(_) | KeyValue::Integer(_) => {
-            let wanted = key_literal(&selector.key_value);
-            let index = format!("{keys}.indexOf({})", cel::literal(&wanted));
+            let index = key_index(current, selector);
             let at = pointer.index(&index);
             let present = match rest.is_empty() {
                 true => {
@@ -344,11 +342,15 @@ fn selected(current: &str, index: &str, selector: &ListSelector) -> Result<Strin
     ))
 }
 
-/// The keys of the list `current`'s elements as a CEL list
-/// (`current.map(x, x.name)`).
-fn keys(current: &str, selector: &ListSelector) -> String {
+/// The index in the list `current` of the element the keyed `selector`
+/// names, `-1` when it is not there: `current.map(x, x.name).indexOf("app")`.
+fn key_index(current: &str, selector: &ListSelector) -> String {
     let key = Step::of(&selector.key_field);
-    format!("{current}.map(x, {})", key.read("x"))
+    format!(
+        "{current}.map(x, {}).indexOf({})",
+        key.read("x"),
+        cel::literal(&key_literal(&selector.key_value))
+    )
 }
 
 /// The field names of `nodes` when they are all fields.
@@ -414,12 +416,7 @@ pub(crate) fn present(nodes: &[Node]) -> Option<String> {
                 if matches!(selector.key_value, KeyValue::Glob | KeyValue::NotIn(_)) {
                     return None;
                 }
-                let key = Step::of(&selector.key_field);
-                let index = format!(
-                    "{current}.map(x, {}).indexOf({})",
-                    key.read("x"),
-                    cel::literal(&key_literal(&selector.key_value))
-                );
+                let index = key_index(&current, selector);
                 tests.push(format!("{index} >= 0"));
                 current = format!("{current}[{index}]");
             }
@@ -468,7 +465,6 @@ fn removed(
             Ok(format!("({} ? {present} : [])", step.present(current)))
         }
         Node::List(selector) => {
-            let keys = keys(current, selector);
             match &selector.key_value {
                 // Removing every element there is (or every one `notin`
                 // selects).
@@ -501,8 +497,7 @@ fn removed(
                     }
                 }
                 KeyValue::String(_) | KeyValue::Integer(_) => {
-                    let wanted = key_literal(&selector.key_value);
-                    let index = format!("{keys}.indexOf({})", cel::literal(&wanted));
+                    let index = key_index(current, selector);
                     let at = pointer.index(&index);
                     let present = match rest.is_empty() {
                         true => format!("[{}]", removal(&at)),
