@@ -78,8 +78,10 @@ pub enum Outcome {
         mutators: Vec<MutatorId>,
         /// Every path they would change (concrete: globs pinned to elements).
         paths: Vec<String>,
-        /// The object as listed (managed fields left out).
-        before: Value,
+        /// The object as listed (managed fields left out), when the audit
+        /// was asked to keep it ([`Keep::Before`]: a diff). Kept or not,
+        /// the engine mutates the listed object itself, never a copy.
+        before: Option<Value>,
         /// The object as the webhook would store it.
         after: Value,
         /// The mutation itself: each change with its pass.
@@ -87,6 +89,19 @@ pub enum Outcome {
     },
     /// The webhook could not mutate it (it would answer per `--on-error`).
     Failed(String),
+}
+
+/// What an audit keeps of an object that would change, beyond its
+/// mutators, paths and mutation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Keep {
+    /// Nothing more (a listing, the reports).
+    Changes,
+    /// The object as listed too, for a diff: a copy of each object before
+    /// its mutation, the one copy a scan otherwise never makes.
+    Before,
+    /// The JSON patch of the change (a repair).
+    Patch,
 }
 
 /// The namespaces whose objects the webhook never sees, so an audit leaves
@@ -116,11 +131,11 @@ impl Excluded {
             return true;
         }
         let is_namespace = resource.group.is_empty() && resource.kind == "Namespace";
-        let field = if is_namespace { "name" } else { "namespace" };
-        object
-            .pointer(&format!("/metadata/{field}"))
-            .and_then(Value::as_str)
-            .is_some_and(|namespace| self.excludes(namespace, namespaces.get(namespace)))
+        let namespace = match namespace_and_name(object) {
+            (_, name) if is_namespace => name,
+            (namespace, _) => namespace,
+        };
+        !namespace.is_empty() && self.excludes(namespace, namespaces.get(namespace))
     }
 
     /// Whether objects in `namespace` (whose Namespace object, when known,
@@ -261,27 +276,17 @@ pub async fn mutators_in_cluster(
 /// Discovery or a list failed; what was found before is already handed on.
 pub async fn scan(
     client: &Client,
-    system: &System,
-    namespace: Option<&str>,
-    excluded: &Excluded,
-    operation: Operation,
+    of: &ScanOf<'_>,
     found: impl FnMut(Audited),
     paged: impl FnMut(&str, usize),
 ) -> Result<Summary, AuditError> {
-    let of = ScanOf {
-        system,
-        namespace,
-        excluded,
-        operation,
-        forbidden: Forbidden::Stops,
-    };
-    let (summary, _) = scan_listing(client, &of, found, paged).await?;
+    let (summary, _) = scan_listing(client, of, found, paged).await?;
     Ok(summary)
 }
 
 /// What a scan does with a kind RBAC does not let it list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Forbidden {
+pub enum Forbidden {
     /// The scan stops with the API server's refusal (`sartor audit`: the
     /// user asked for every kind).
     Stops,
@@ -298,14 +303,21 @@ pub(crate) struct Listing {
     pub(crate) namespaces: HashMap<String, Value>,
 }
 
-/// What a scan runs through which mutators, and what it leaves out.
-pub(crate) struct ScanOf<'a> {
-    pub(crate) system: &'a System,
+/// What a scan runs through which mutators, what it leaves out, and what it
+/// keeps of each object found.
+pub struct ScanOf<'a> {
+    /// The mutators each object goes through.
+    pub system: &'a System,
     /// Only this namespace's objects, when given.
-    pub(crate) namespace: Option<&'a str>,
-    pub(crate) excluded: &'a Excluded,
-    pub(crate) operation: Operation,
-    pub(crate) forbidden: Forbidden,
+    pub namespace: Option<&'a str>,
+    /// The namespaces left out, as the webhook leaves them out.
+    pub excluded: &'a Excluded,
+    /// The operation each object is mutated as (UPDATE: its next write).
+    pub operation: Operation,
+    /// What a kind RBAC does not let the scan list does to it.
+    pub forbidden: Forbidden,
+    /// What is kept of each object that would change.
+    pub keep: Keep,
 }
 
 /// [`scan`], handing back what it listed too.
@@ -321,6 +333,7 @@ pub(crate) async fn scan_listing(
         excluded,
         operation,
         forbidden,
+        keep,
     } = *of;
     let discovery = Discovery::new(client.clone())
         .run_aggregated()
@@ -375,7 +388,7 @@ pub(crate) async fn scan_listing(
                     continue;
                 }
                 if let Some(audited) =
-                    audit(system, &namespaces, operation, object, &resource, false)
+                    audit(system, &namespaces, operation, object, &resource, keep)
                 {
                     match audited.outcome {
                         Outcome::Changes { .. } => summary.changed += 1,
@@ -459,26 +472,19 @@ async fn list_kind(
     mut pages: impl Pages,
     mut each: impl FnMut(Vec<Value>),
 ) -> Result<(), kube::Error> {
-    let mut seen: HashSet<(String, String)> = HashSet::new();
+    let mut handed = HandedOn::default();
     let mut token: Option<String> = None;
     let mut restarts = 0;
     loop {
         match pages.page(token.take()).await {
-            Ok((items, next)) => {
-                let fresh = items
-                    .into_iter()
-                    .filter(|object| {
-                        let field = |name: &str| {
-                            object
-                                .pointer(&format!("/metadata/{name}"))
-                                .and_then(Value::as_str)
-                                .unwrap_or_default()
-                                .to_string()
-                        };
-                        seen.insert((field("namespace"), field("name")))
-                    })
-                    .collect();
-                each(fresh);
+            Ok((mut items, next)) => {
+                if restarts > 0 {
+                    items.retain(|object| !handed.before_restart(object));
+                }
+                for object in &items {
+                    handed.add(object);
+                }
+                each(items);
                 match next {
                     Some(next) => token = Some(next),
                     None => return Ok(()),
@@ -486,6 +492,7 @@ async fn list_kind(
             }
             Err(kube::Error::Api(status)) if status.code == 410 && restarts < RESTARTS => {
                 restarts += 1;
+                handed.restart();
                 tracing::info!(
                     restarts,
                     "the list's continue token expired; listing the kind again from the start"
@@ -494,6 +501,60 @@ async fn list_kind(
             Err(error) => return Err(error),
         }
     }
+}
+
+/// The objects of one kind a list has handed on, by namespace and name:
+/// one string of them all (a restart is rare, a kind's objects many, so no
+/// allocation per object), looked up only after a restart.
+#[derive(Debug, Default)]
+struct HandedOn {
+    /// Each object's namespace and name, one after another.
+    names: String,
+    /// Where each object's namespace ends and its name ends, in `names`.
+    ends: Vec<(usize, usize)>,
+    /// Those handed on before the last restart.
+    before: HashSet<(String, String)>,
+}
+
+impl HandedOn {
+    fn add(&mut self, object: &Value) {
+        let (namespace, name) = namespace_and_name(object);
+        self.names.push_str(namespace);
+        let namespace_end = self.names.len();
+        self.names.push_str(name);
+        self.ends.push((namespace_end, self.names.len()));
+    }
+
+    /// The list starts again: what it handed on so far is what it has to
+    /// leave out.
+    fn restart(&mut self) {
+        let mut start = 0;
+        for &(namespace_end, end) in &self.ends {
+            let namespace = self.names.get(start..namespace_end).unwrap_or_default();
+            let name = self.names.get(namespace_end..end).unwrap_or_default();
+            self.before
+                .insert((namespace.to_string(), name.to_string()));
+            start = end;
+        }
+    }
+
+    fn before_restart(&self, object: &Value) -> bool {
+        let (namespace, name) = namespace_and_name(object);
+        self.before
+            .contains(&(namespace.to_string(), name.to_string()))
+    }
+}
+
+/// An object's `metadata.namespace` and `metadata.name` (`""` when absent).
+fn namespace_and_name(object: &Value) -> (&str, &str) {
+    let metadata = object.get("metadata");
+    let field = |name: &str| {
+        metadata
+            .and_then(|metadata| metadata.get(name))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    };
+    (field("namespace"), field("name"))
 }
 
 /// The served resources `targets` name that can be listed, one version a
@@ -635,16 +696,16 @@ async fn list_page(
     Ok(page.into_objects(&resource.api_version, &resource.kind))
 }
 
-/// One object through `system`: `None` when it would not change. With
-/// `with_patch`, the mutation holds its JSON patch (what a repair sends; a
-/// scan builds none).
+/// One object through `system`, mutated in place: `None` when it would not
+/// change. `keep` says what else is kept of it (the object as listed, the
+/// JSON patch a repair sends).
 pub(crate) fn audit(
     system: &System,
     namespaces: &HashMap<String, Value>,
     operation: Operation,
     object: Value,
     resource: &ApiResource,
-    with_patch: bool,
+    keep: Keep,
 ) -> Option<Audited> {
     let metadata = |field: &str| {
         object
@@ -656,16 +717,16 @@ pub(crate) fn audit(
     let name = metadata("name").unwrap_or_default();
     let namespace = metadata("namespace");
     let uid = metadata("uid");
-    let before = without_managed_fields(object);
-    let admission = Admission::new(&before)
+    let mut after = without_managed_fields(object);
+    let admission = Admission::new(&after)
         .operation(operation)
         .namespace(namespace.as_deref())
         .namespaces(namespaces);
-    let admission = match with_patch {
-        true => admission.with_patch(),
-        false => admission,
+    let admission = match keep {
+        Keep::Patch => admission.with_patch(),
+        Keep::Changes | Keep::Before => admission,
     };
-    let mut after = before.clone();
+    let before = (keep == Keep::Before).then(|| after.clone());
     let outcome = match system.mutate(&admission, &mut after) {
         Err(error) => Outcome::Failed(error.reason.to_string()),
         Ok(mutation) if mutation.unanswered => Outcome::Failed(

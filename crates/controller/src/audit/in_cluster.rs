@@ -29,8 +29,8 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 use super::{
-    Audited, Excluded, Forbidden, Outcome, PAGE, Repaired, Repairer, ReportWriter, Reports, ScanOf,
-    Stored, Write, audit, kind_label, scan_listing,
+    Audited, Excluded, Forbidden, Keep, Outcome, PAGE, Repaired, Repairer, ReportWriter, Reports,
+    ScanOf, Stored, Write, audit, kind_label, scan_listing,
 };
 use crate::feed::Feed;
 use crate::status::resource;
@@ -342,6 +342,7 @@ impl InClusterAudit {
             excluded: &self.excluded,
             operation: Operation::Update,
             forbidden: Forbidden::LeftOut,
+            keep: Keep::Changes,
         };
         let found = |audited: Audited| {
             reports.add(&audited);
@@ -489,7 +490,7 @@ impl InClusterAudit {
             Operation::Update,
             object,
             resource,
-            false,
+            Keep::Changes,
         )
     }
 

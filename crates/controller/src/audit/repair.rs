@@ -23,7 +23,8 @@ use sartor_engine::{Operation, System};
 use serde_json::{Value, json};
 
 use super::{
-    AuditError, Outcome, Stored, api_message, audit, namespace_objects, without_managed_fields,
+    AuditError, Keep, Outcome, Stored, api_message, audit, namespace_objects,
+    without_managed_fields,
 };
 
 /// Repairs stored objects with one mutator set, as the webhook would mutate
@@ -192,7 +193,7 @@ impl<'a> Repairer<'a> {
             self.operation,
             without_managed_fields(read),
             &object.resource,
-            true,
+            Keep::Patch,
         );
         let Some(audited) = audited else {
             return Planned::Done(Repaired::Unchanged);

@@ -377,7 +377,7 @@ mod tests {
     use serde_json::{Value, json};
 
     use super::*;
-    use crate::audit::audit;
+    use crate::audit::{Keep, audit};
 
     const MUTATORS: &str = "apiVersion: mutations.sartor.dev/v1\nkind: Assign\nmetadata:\n  name: non-root\nspec:\n  applyTo:\n  - {groups: [''], versions: [v1], kinds: [Pod]}\n  location: spec.securityContext.runAsNonRoot\n  parameters:\n    assign:\n      value: true\n---\napiVersion: mutations.sartor.dev/v1\nkind: AssignMetadata\nmetadata:\n  name: team\nspec:\n  location: metadata.labels.team\n  parameters:\n    assign:\n      value: shop\n";
 
@@ -416,7 +416,7 @@ mod tests {
             Operation::Update,
             object,
             &pods(),
-            false,
+            Keep::Changes,
         )
     }
 
