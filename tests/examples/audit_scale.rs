@@ -9,6 +9,9 @@
 //! SARTOR_BIN=target/release/sartor cargo run --release -p sartor-tests --example audit_scale -- 10000 1000
 //! ```
 //!
+//! Each round scans with the examples, then with
+//! `tests/fixtures/audit-floor` (the same kinds listed, nothing matched):
+//! the floor, what listing and reading the objects cost with no mutation.
 //! `AUDIT_SCALE_ROUNDS=N` scans N times over the same objects;
 //! `AUDIT_SCALE_VS=path/to/another/sartor` scans with that binary after
 //! each round's scan and prints the ratio of their CPU times (median and
@@ -133,15 +136,31 @@ fn run(pods: usize, deployments: usize) -> Result<String, String> {
         .and_then(|rounds| rounds.parse().ok())
         .unwrap_or(1);
     let mut ratios = Vec::new();
+    let examples = sartor_tests::workspace_root().join("examples/mutators");
+    let floor = sartor_tests::workspace_root().join("tests/fixtures/audit-floor");
+    let mut floors = Vec::new();
     for round in 1..=rounds {
-        let scan = scan_once(&plane, sartor)?;
+        let scan = scan_once(&plane, sartor, &examples)?;
         let _ = writeln!(report, "round {round}: {}", scan.line);
+        let nothing = scan_once(&plane, sartor, &floor)?;
+        let _ = writeln!(report, "round {round}, floor: {}", nothing.line);
+        floors.push(nothing.cpu / nothing.wall.max(f64::EPSILON));
         if let Some(versus) = &versus {
-            let other = scan_once(&plane, versus)?;
+            let other = scan_once(&plane, versus, &examples)?;
             let _ = writeln!(report, "round {round}, AUDIT_SCALE_VS: {}", other.line);
             ratios.push(other.cpu / scan.cpu.max(f64::EPSILON));
         }
     }
+    floors.sort_by(f64::total_cmp);
+    let _ = writeln!(
+        report,
+        "floor: a scan that lists and reads the same objects and changes none takes sartor CPU \
+         for {:.0}% of its wall time (median of {} rounds, {:.0}-{:.0}%)",
+        100.0 * floors.get(floors.len() / 2).copied().unwrap_or(0.0),
+        floors.len(),
+        100.0 * floors.first().copied().unwrap_or(0.0),
+        100.0 * floors.last().copied().unwrap_or(0.0),
+    );
     if !ratios.is_empty() {
         ratios.sort_by(f64::total_cmp);
         let median = ratios.get(ratios.len() / 2).copied().unwrap_or(0.0);
@@ -160,21 +179,26 @@ fn run(pods: usize, deployments: usize) -> Result<String, String> {
 struct Scan {
     /// sartor's CPU time (user and system), in seconds.
     cpu: f64,
+    /// Its wall time, in seconds.
+    wall: f64,
     /// What was scanned and what it cost, as the report says it.
     line: String,
 }
 
-/// One `sartor audit -o json` of the examples' mutators with the binary
-/// `sartor`, timed.
-fn scan_once(plane: &ControlPlane, sartor: &std::path::Path) -> Result<Scan, String> {
-    let mutators = sartor_tests::workspace_root().join("examples/mutators");
+/// One `sartor audit -o json` of the `mutators` with the binary `sartor`,
+/// timed.
+fn scan_once(
+    plane: &ControlPlane,
+    sartor: &std::path::Path,
+    mutators: &std::path::Path,
+) -> Result<Scan, String> {
     let before = requests(plane)?;
     let started = Instant::now();
     let output = Command::new("/usr/bin/time")
         .arg("-v")
         .arg(sartor)
         .args(["audit", "--mutators"])
-        .arg(&mutators)
+        .arg(mutators)
         .args(["-o", "json"])
         .env("KUBECONFIG", &plane.kubeconfig)
         .output()
@@ -217,5 +241,9 @@ fn scan_once(plane: &ControlPlane, sartor: &std::path::Path) -> Result<Scan, Str
         wall.as_secs_f64(),
         100.0 * cpu / wall.as_secs_f64().max(f64::EPSILON),
     );
-    Ok(Scan { cpu, line })
+    Ok(Scan {
+        cpu,
+        wall: wall.as_secs_f64(),
+        line,
+    })
 }
