@@ -80,6 +80,10 @@ const TRIALS: &[Check<ControlPlane>] = &[
         Needs::Tools(the_audit_renders_its_flag_and_the_optional_rbac),
     ),
     (
+        "the_kustomize_components_render_what_the_chart_does",
+        Needs::Tools(the_kustomize_components_render_what_the_chart_does),
+    ),
+    (
         "release_name_and_namespace_reach_every_reference",
         Needs::Tools(release_name_and_namespace_reach_every_reference),
     ),
@@ -370,7 +374,9 @@ fn pinned_rules_render_the_flag_and_need_no_grant(tools: &Tools) -> Result<(), S
 
 /// `audit.intervalSeconds` turns the in-cluster audit on: the default
 /// rendering plus its flag and exactly the objects of
-/// manifests/optional/audit-rbac.yaml (Helm's labels aside).
+/// manifests/optional/audit/rbac.yaml (Helm's labels aside);
+/// `audit.repair.enabled` adds those of manifests/optional/audit-repair, and
+/// alone is refused by name.
 fn the_audit_renders_its_flag_and_the_optional_rbac(tools: &Tools) -> Result<(), String> {
     let mut expected = without_helm_labels(render(tools, "sartor", "sartor-system", &[])?);
     pointer_mut(
@@ -381,9 +387,9 @@ fn the_audit_renders_its_flag_and_the_optional_rbac(tools: &Tools) -> Result<(),
     .as_array_mut()
     .ok_or("args: not a list")?
     .push(json!("--audit-interval=300"));
-    expected.extend(parse(&read("manifests/optional/audit-rbac.yaml")?)?);
+    expected.extend(parse(&read("manifests/optional/audit/rbac.yaml")?)?);
     compare(
-        "the default rendering, --audit-interval=300 and manifests/optional/audit-rbac.yaml",
+        "the default rendering, --audit-interval=300 and manifests/optional/audit/rbac.yaml",
         &expected,
         "helm template sartor charts/sartor --set audit.intervalSeconds=300",
         &without_helm_labels(render(
@@ -392,7 +398,68 @@ fn the_audit_renders_its_flag_and_the_optional_rbac(tools: &Tools) -> Result<(),
             "sartor-system",
             &["--set", "audit.intervalSeconds=300"],
         )?),
-    )
+    )?;
+    expected.extend(parse(&read("manifests/optional/audit-repair/rbac.yaml")?)?);
+    compare(
+        "the audit's rendering and manifests/optional/audit-repair/rbac.yaml",
+        &expected,
+        "helm template sartor charts/sartor --set audit.intervalSeconds=300 --set audit.repair.enabled=true",
+        &without_helm_labels(render(
+            tools,
+            "sartor",
+            "sartor-system",
+            &[
+                "--set",
+                "audit.intervalSeconds=300",
+                "--set",
+                "audit.repair.enabled=true",
+            ],
+        )?),
+    )?;
+    match render(
+        tools,
+        "sartor",
+        "sartor-system",
+        &["--set", "audit.repair.enabled=true"],
+    ) {
+        Ok(_) => Err("audit.repair.enabled rendered without the audit".to_string()),
+        Err(error)
+            if error.contains(
+                "audit.repair.enabled needs audit.intervalSeconds above 0: the in-cluster audit makes the repairs",
+            ) =>
+        {
+            Ok(())
+        }
+        Err(error) => Err(format!(
+            "audit.repair.enabled alone failed without saying why: {error}"
+        )),
+    }
+}
+
+/// The kustomize components manifests/optional/audit and audit-repair, in a
+/// kustomization of the admin's own over manifests/, render what the chart
+/// renders with the audit and its repairs on.
+fn the_kustomize_components_render_what_the_chart_does(tools: &Tools) -> Result<(), String> {
+    for (components, values) in [
+        (&["audit"][..], &["--set", "audit.intervalSeconds=300"][..]),
+        (
+            &["audit", "audit-repair"][..],
+            &[
+                "--set",
+                "audit.intervalSeconds=300",
+                "--set",
+                "audit.repair.enabled=true",
+            ][..],
+        ),
+    ] {
+        compare(
+            &format!("kubectl kustomize of manifests/ with components {components:?}"),
+            &without_helm_labels(kustomize_with(tools, components)?),
+            &format!("helm template sartor charts/sartor {}", values.join(" ")),
+            &without_helm_labels(render(tools, "sartor", "sartor-system", values)?),
+        )?;
+    }
+    Ok(())
 }
 
 /// The README's preview of the example repository: `kubectl kustomize` of
@@ -870,6 +937,35 @@ fn tool(tools: &Tools, name: &str, args: &[&str]) -> Result<String, String> {
         .env("HELM_CONFIG_HOME", home.path().join("config"))
         .env("HELM_DATA_HOME", home.path().join("data"));
     run(&mut command, None).map_err(|e| format!("{name} {}: {e}", args.join(" ")))
+}
+
+/// `kubectl kustomize` of a kustomization of the admin's own: manifests/
+/// and the `components` under manifests/optional, the Namespace left out
+/// (as in [`chart_renders_like_the_kustomize_install`]).
+fn kustomize_with(tools: &Tools, components: &[&str]) -> Result<Objects, String> {
+    let dir = TempDir::new("sartor-kustomization")?;
+    // kustomize takes other kustomizations by relative path only.
+    let up = "../".repeat(dir.path().components().count().saturating_sub(1));
+    let root = format!(
+        "{up}{}",
+        repo().display().to_string().trim_start_matches('/')
+    );
+    let mut text = format!("resources:\n- {root}/manifests\ncomponents:\n");
+    for component in components {
+        text.push_str(&format!("- {root}/manifests/optional/{component}\n"));
+    }
+    let file = dir.path().join("kustomization.yaml");
+    std::fs::write(&file, text).map_err(|e| format!("{}: {e}", file.display()))?;
+    let built = tool(
+        tools,
+        "kubectl",
+        &["kustomize", &dir.path().display().to_string()],
+    )?;
+    let mut objects = parse(&built)?;
+    objects
+        .remove("Namespace sartor-system")
+        .ok_or("the kustomization rendered no Namespace sartor-system")?;
+    Ok(objects)
 }
 
 /// `helm template RELEASE charts/sartor --namespace NAMESPACE --include-crds ...`, parsed.

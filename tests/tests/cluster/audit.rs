@@ -547,7 +547,7 @@ pub fn findings_are_kept_as_openreports_reports_in_the_cluster(
     plane.kubectl(&[
         "apply",
         "-f",
-        &crate::repo_path("manifests/optional/audit-rbac.yaml"),
+        &crate::repo_path("manifests/optional/audit/rbac.yaml"),
     ])?;
     plane.kubectl_with_input(
         &["apply", "-f", "-"],
@@ -584,7 +584,7 @@ replica-audit's log, last lines:
     let _ = plane.kubectl(&[
         "delete",
         "-f",
-        &crate::repo_path("manifests/optional/audit-rbac.yaml"),
+        &crate::repo_path("manifests/optional/audit/rbac.yaml"),
     ]);
     // The reports of the other trials' namespaces go with the CRDs.
     let _ = plane.kubectl(&[
