@@ -13,7 +13,7 @@ use kube::runtime::{WatchStreamExt as _, watcher};
 use kube::{Api, Client};
 use sartor_state::{Lookup, Namespaces};
 use serde_json::Value;
-use tokio::sync::{OnceCell, watch};
+use tokio::sync::{OnceCell, broadcast, watch};
 
 use crate::relist::{Change, Relist};
 
@@ -44,7 +44,13 @@ struct Inner {
     /// and the objects in it, from one `kubectl apply`) share one.
     fetching: Mutex<HashMap<String, Arc<Fetch>>>,
     listed: watch::Sender<bool>,
+    /// The names of Namespaces whose labels or annotations changed.
+    changed: broadcast::Sender<String>,
 }
+
+/// How many changed Namespaces a slow listener of
+/// [`NamespaceCache::changes`] may fall behind by before it is told it lagged.
+const CHANGES_KEPT: usize = 256;
 
 impl std::fmt::Debug for NamespaceCache {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -65,6 +71,7 @@ impl NamespaceCache {
                 missing: Mutex::new(HashMap::new()),
                 fetching: Mutex::new(HashMap::new()),
                 listed: watch::channel(false).0,
+                changed: broadcast::channel(CHANGES_KEPT).0,
             }),
         }
     }
@@ -72,6 +79,13 @@ impl NamespaceCache {
     /// Turns `true` once the first full list has been loaded.
     pub fn listed(&self) -> watch::Receiver<bool> {
         self.inner.listed.subscribe()
+    }
+
+    /// The name of each Namespace held whose labels or annotations change
+    /// from now on (what namespaceSelectors and values from the Namespace
+    /// read), by a watch event or found by a relist.
+    pub fn changes(&self) -> broadcast::Receiver<String> {
+        self.inner.changed.subscribe()
     }
 
     /// How many namespaces it holds.
@@ -106,12 +120,23 @@ impl NamespaceCache {
                     let listed: HashMap<String, Arc<Value>> =
                         namespaces.iter().filter_map(entry).collect();
                     tracing::debug!(namespaces = listed.len(), "namespaces listed");
-                    *write(&self.inner.by_name) = listed;
+                    let before = std::mem::replace(&mut *write(&self.inner.by_name), listed);
+                    for (name, namespace) in &before {
+                        if read(&self.inner.by_name)
+                            .get(name)
+                            .is_some_and(|now| !described_alike(namespace, now))
+                        {
+                            self.said_changed(name);
+                        }
+                    }
                     self.inner.listed.send_replace(true);
                 }
                 Some(Change::Applied(namespace)) => {
                     if let Some((name, value)) = entry(&namespace) {
-                        write(&self.inner.by_name).insert(name, value);
+                        let before = write(&self.inner.by_name).insert(name.clone(), value.clone());
+                        if before.is_some_and(|before| !described_alike(&before, &value)) {
+                            self.said_changed(&name);
+                        }
                     }
                 }
                 Some(Change::Deleted(namespace)) => {
@@ -121,6 +146,12 @@ impl NamespaceCache {
                 }
             }
         }
+    }
+
+    /// Tells the listeners of [`NamespaceCache::changes`] (none: nobody
+    /// asked).
+    fn said_changed(&self, name: &str) {
+        let _ = self.inner.changed.send(name.to_string());
     }
 
     /// Fetches `name` from the API server within [`FETCH_TIMEOUT`]: one
@@ -211,6 +242,14 @@ impl Namespaces for NamespaceCache {
             }
         })
     }
+}
+
+/// Whether two versions of a Namespace have the same labels and
+/// annotations: all that a mutator reads of it.
+fn described_alike(before: &Value, after: &Value) -> bool {
+    ["/metadata/labels", "/metadata/annotations"]
+        .iter()
+        .all(|field| before.pointer(field) == after.pointer(field))
 }
 
 /// The cache entry of a Namespace: its name and the object the engine matches

@@ -525,3 +525,44 @@ async fn the_namespace_cache_follows_the_watch() {
     eventually("a dropped", || cache.len() == 1).await;
     task.abort();
 }
+
+#[tokio::test]
+async fn the_namespace_cache_tells_of_label_and_annotation_changes_only() {
+    let server = ApiServer::start().await;
+    server.put(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "a"}}));
+    let cache = NamespaceCache::new(client(&server));
+    let mut changes = cache.changes();
+    let mut listed = cache.listed();
+    let task = tokio::spawn(cache.clone().run());
+    listed.wait_for(|listed| *listed).await.unwrap();
+    // A namespace first seen, and one written again as it was: no change.
+    server.put(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "b"}}));
+    server.put(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "a"}}));
+    // Then a label, an annotation, and a field no mutator reads.
+    server.put(json!({"apiVersion": "v1", "kind": "Namespace",
+                      "metadata": {"name": "a", "labels": {"team": "core"}}}));
+    server.put(json!({"apiVersion": "v1", "kind": "Namespace",
+                      "metadata": {"name": "b", "annotations": {"owner": "shop"}}}));
+    server.put(json!({"apiVersion": "v1", "kind": "Namespace",
+                      "metadata": {"name": "b", "annotations": {"owner": "shop"}},
+                      "spec": {"finalizers": ["kubernetes"]}}));
+    server.put(json!({"apiVersion": "v1", "kind": "Namespace",
+                      "metadata": {"name": "a", "labels": {"team": "shop"}}}));
+    let mut told = Vec::new();
+    for _ in 0..3 {
+        let name = tokio::time::timeout(Duration::from_secs(10), changes.recv())
+            .await
+            .expect("a change told within 10 s")
+            .unwrap();
+        told.push(name);
+    }
+    assert_eq!(told, ["a", "b", "a"]);
+    // Nothing else was told.
+    eventually("the finalizer seen", || {
+        use sartor_state::{Lookup, Namespaces as _};
+        matches!(cache.lookup("b"), Lookup::Found(ns) if ns["spec"]["finalizers"] == json!(["kubernetes"]))
+    })
+    .await;
+    assert!(changes.try_recv().is_err());
+    task.abort();
+}

@@ -625,8 +625,94 @@ fn reports_follow_the_cluster(suite: &mut Suite, sartor: &Sartor) -> Result<(), 
     same("/readyz while the API server is down", down?, 200)?;
     after_the_restart(suite, sartor)?;
     a_forbidden_kind_is_left_out(suite, sartor)?;
-    labelled_namespaces_are_repaired(suite, sartor)
+    labelled_namespaces_are_repaired(suite, sartor)?;
+    namespace_labels_are_followed(suite)
 }
+
+/// An Assign with a namespaceSelector, and a ConfigMap stored in a namespace
+/// it does not select: nothing reported. Labelled between full scans (one an
+/// hour), the namespace's objects are scanned again and the ConfigMap is
+/// reported within seconds; unlabelled, it leaves the report.
+fn namespace_labels_are_followed(suite: &Suite) -> Result<(), String> {
+    let plane = &suite.plane;
+    plane.kubectl_with_input(&["apply", "-f", "-"], Some(SELECTED_OBJECTS))?;
+    plane.kubectl_with_input(&["apply", "-f", "-"], Some(SELECT_ME))?;
+    let status = || {
+        plane.kubectl(&[
+            "get",
+            "assign.mutations.sartor.dev",
+            "select-me",
+            "-o",
+            "jsonpath={.status.audit}",
+        ])
+    };
+    let result = (|| {
+        // The scan the new Assign starts, done: nothing to change yet.
+        eventually("select-me scanned", Duration::from_secs(20), || {
+            same(
+                "select-me's status.audit",
+                status()?,
+                r#"{"wouldChange":0}"#.to_string(),
+            )
+        })?;
+        same(
+            "the Report of selected, unlabelled",
+            report_of(suite, "selected")?,
+            None,
+        )?;
+        let uid = uid_of(suite, "selected", "plain")?;
+        plane.kubectl(&["label", "namespace", "selected", "audit=me"])?;
+        eventually(
+            "the labelled namespace reported",
+            Duration::from_secs(20),
+            || {
+                same(
+                    "the Report of selected, labelled",
+                    report_of(suite, "selected")?,
+                    Some(
+                        json!({"apiVersion": "openreports.io/v1alpha1", "kind": "Report",
+                    "metadata": {"name": "sartor-audit", "namespace": "selected",
+                                 "labels": {"app.kubernetes.io/managed-by": "sartor"}},
+                    "source": "sartor",
+                    "summary": {"pass": 0, "fail": 1, "warn": 0, "error": 0, "skip": 0},
+                    "results": [{"policy": "Assign/select-me", "result": "fail",
+                                 "message": "would set data.selected on the object's next write",
+                                 "properties": {"paths": "data.selected"},
+                                 "resources": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "plain",
+                                                "namespace": "selected", "uid": uid}],
+                                 "source": "sartor"}]}),
+                    ),
+                )?;
+                same(
+                    "select-me's status.audit",
+                    status()?,
+                    r#"{"wouldChange":1}"#.to_string(),
+                )
+            },
+        )?;
+        plane.kubectl(&["label", "namespace", "selected", "audit-"])?;
+        eventually(
+            "the unlabelled namespace not reported",
+            Duration::from_secs(20),
+            || {
+                same(
+                    "the Report of selected, unlabelled again",
+                    report_of(suite, "selected")?,
+                    None,
+                )
+            },
+        )
+    })();
+    let _ = plane.kubectl(&["delete", "assign.mutations.sartor.dev", "select-me"]);
+    let _ = plane.kubectl(&["delete", "namespace", "selected", "--wait=false"]);
+    result
+}
+
+/// A namespace without labels and a ConfigMap in it.
+const SELECTED_OBJECTS: &str = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: selected\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: plain\n  namespace: selected\ndata:\n  a: '1'\n";
+
+/// An Assign of the ConfigMaps of namespaces labelled `audit=me`.
+const SELECT_ME: &str = "apiVersion: mutations.sartor.dev/v1\nkind: Assign\nmetadata:\n  name: select-me\nspec:\n  applyTo:\n  - {groups: [''], versions: [v1], kinds: [ConfigMap]}\n  match:\n    namespaceSelector:\n      matchLabels: {audit: me}\n  location: data.selected\n  parameters:\n    assign:\n      value: 'yes'\n";
 
 /// Two namespaces' ConfigMaps stored before the Assign repair-me: the one in
 /// the namespace labelled `audit.sartor.dev/repair=true` is patched by the

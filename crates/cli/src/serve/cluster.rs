@@ -86,7 +86,7 @@ pub(super) async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
     let server = super::bind(args, tls, wired.webhook.clone()).await?;
     let (providers_listed, providers_listed_rx) = tokio::sync::watch::channel(false);
     let listed = both_listed(namespaces.listed(), providers_listed_rx);
-    tokio::spawn(namespaces.run());
+    tokio::spawn(namespaces.clone().run());
     let limits = StatusLimits {
         per_second: args.status_writes_per_second,
         ..StatusLimits::default()
@@ -136,6 +136,7 @@ pub(super) async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
                 },
                 interval: Duration::from_secs(args.audit_interval),
                 leader,
+                namespaces: namespaces.clone(),
             }
             .run(),
         );

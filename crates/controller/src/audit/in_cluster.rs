@@ -8,11 +8,13 @@
 //!    ──▶ Reports (a result per object and mutator) ──▶ ReportWriter: apply all, delete the stale
 //!  a watch per kind listed: Apply(o) | Delete(o) | a relist (Init…InitDone, that kind's results replaced)
 //!    ──▶ Reports, object by object ──(events settle for 1s)──▶ ReportWriter: apply what changed
+//!  NamespaceCache (the webhook's): a Namespace's labels or annotations changed ──▶ its objects
+//!    scanned again (what namespaceSelectors, values from it, the exemption and repair labels read)
 //!    ──▶ each mutator's status.audit.wouldChange (when it changed)
 //!    ──▶ sartor_audit_* gauges; no CRDs: logged once, /readyz says so, admission goes on
 //! ```
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -22,9 +24,9 @@ use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
 use kube::runtime::{WatchStreamExt as _, watcher};
 use sartor_api::{API_VERSION, REPAIR_LABEL};
 use sartor_engine::{MutatorId, Operation, System};
-use sartor_state::Snapshot;
+use sartor_state::{Lookup, Namespaces as _, Snapshot};
 use serde_json::{Value, json};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{broadcast, mpsc, watch};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
@@ -33,6 +35,7 @@ use super::{
     ScanOf, Stored, Write, audit, kind_label, scan_listing,
 };
 use crate::feed::Feed;
+use crate::namespaces::NamespaceCache;
 use crate::status::resource;
 use crate::watch::to_value;
 
@@ -65,6 +68,9 @@ pub struct InClusterAudit {
     pub interval: Duration,
     /// Whether this replica holds the Lease ([`crate::LeaseHolder::run`]).
     pub leader: watch::Receiver<bool>,
+    /// The webhook's Namespaces: a change of one's labels or annotations
+    /// has its objects scanned again.
+    pub namespaces: NamespaceCache,
 }
 
 /// One event of the watch of an audited kind.
@@ -129,6 +135,9 @@ struct Findings {
     namespaces: HashMap<String, Value>,
     /// A relist in progress per kind (`Kind.group/version`), its findings so far.
     relisting: HashMap<String, Reports>,
+    /// Namespaces whose labels or annotations changed since the last scan
+    /// of their objects, to scan again.
+    rescan: BTreeSet<String>,
     /// Objects found to change in namespaces labelled for repair, to patch.
     to_repair: BTreeMap<ObjectKey, Stored>,
     /// Each object whose repair failed, with what was said of it (so a
@@ -195,6 +204,7 @@ impl InClusterAudit {
     pub async fn run(mut self) {
         let mut writer = ReportWriter::new(self.client.clone());
         let mut mutators = self.feed.state().subscribe();
+        let mut namespace_changes = self.namespaces.changes();
         let mut problems = Problems::default();
         // Each mutator's count as last written to its status.
         let mut written: HashMap<MutatorId, u64> = HashMap::new();
@@ -250,6 +260,7 @@ impl InClusterAudit {
                         let mut found = Findings {
                             snapshot,
                             reports,
+                            rescan: BTreeSet::new(),
                             namespaces: listing.namespaces,
                             relisting: HashMap::new(),
                             to_repair: BTreeMap::new(),
@@ -300,6 +311,20 @@ impl InClusterAudit {
                     Ok(()) => scan_now = true,
                     Err(_) => return,
                 },
+                changed = namespace_changes.recv() => match changed {
+                    Ok(name) => {
+                        if let Some(found) = &mut findings {
+                            if let Lookup::Found(namespace) = self.namespaces.lookup(&name) {
+                                found.namespaces.insert(name.clone(), Value::clone(&namespace));
+                            }
+                            found.rescan.insert(name);
+                            due.get_or_insert((Instant::now() + SETTLE, Write::Changed));
+                        }
+                    }
+                    // Changes were missed: all of them are caught up with.
+                    Err(broadcast::error::RecvError::Lagged(_)) => scan_now = true,
+                    Err(broadcast::error::RecvError::Closed) => return,
+                },
                 Some(event) = events.recv() => {
                     let current = watches.as_ref().map(|w| w.generation) == Some(event.generation);
                     if let Some(found) = findings.as_mut().filter(|_| current)
@@ -317,6 +342,7 @@ impl InClusterAudit {
                     let how = due.map_or(Write::Changed, |(_, how)| how);
                     due = None;
                     if let Some(found) = &mut findings {
+                        self.rescan(found, &mut problems).await;
                         due = self.write(&mut writer, found, how, &mut written, &mut problems).await;
                         self.say(&mut problems);
                         self.repair(found).await;
@@ -450,6 +476,52 @@ impl InClusterAudit {
                     name.as_deref().unwrap_or_default(),
                 );
                 true
+            }
+        }
+    }
+
+    /// Scans again the objects of each namespace whose labels or
+    /// annotations changed, their findings in place of those before (and
+    /// those that would change marked for repair, if it is now labelled for
+    /// it). A failure is said; the next full scan catches up.
+    async fn rescan(&self, found: &mut Findings, problems: &mut Problems) {
+        let snapshot = found.snapshot.clone();
+        for namespace in std::mem::take(&mut found.rescan) {
+            let mut reports = Reports::default();
+            let mut changed = Vec::new();
+            let of = ScanOf {
+                system: &snapshot.system,
+                namespace: Some(&namespace),
+                excluded: &self.excluded,
+                operation: Operation::Update,
+                forbidden: Forbidden::LeftOut,
+                keep: Keep::Changes,
+            };
+            let each = |audited: Audited| {
+                reports.add(&audited);
+                if let Outcome::Changes { .. } = audited.outcome {
+                    changed.push(audited.object);
+                }
+            };
+            match scan_listing(&self.client, &of, each, |_, _| {}).await {
+                Ok((summary, _)) => {
+                    tracing::info!(
+                        namespace,
+                        scanned = summary.scanned(),
+                        changed = summary.changed,
+                        "audit scanned a namespace again: its labels or annotations changed"
+                    );
+                    found.reports.replace_namespace(&namespace, reports);
+                    for object in changed {
+                        found.mark_for_repair(object);
+                    }
+                }
+                Err(error) => {
+                    problems.work = Some(format!(
+                        "scanning namespace {namespace} again after its labels changed failed, \
+                         the next full scan will: {error}"
+                    ));
+                }
             }
         }
     }

@@ -163,6 +163,16 @@ impl Reports {
         }
     }
 
+    /// Puts `listed`, the findings of a fresh scan of `namespace`'s objects,
+    /// in place of what was found there before.
+    pub fn replace_namespace(&mut self, namespace: &str, mut listed: Reports) {
+        let namespace = Some(namespace.to_string());
+        match listed.by_namespace.remove(&namespace) {
+            Some(found) => self.by_namespace.insert(namespace, found),
+            None => self.by_namespace.remove(&namespace),
+        };
+    }
+
     /// How many objects each mutator would change.
     pub fn counts(&self) -> HashMap<MutatorId, u64> {
         let mut counts: HashMap<MutatorId, u64> = HashMap::new();
