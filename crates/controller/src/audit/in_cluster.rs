@@ -51,6 +51,9 @@ const SETTLE: Duration = Duration::from_secs(1);
 /// jitter aside); one that resumed is quiet.
 const WATCH_FAILURE_SAID: Duration = Duration::from_secs(60);
 
+/// How many repairs are under way at once.
+const REPAIRS_AT_ONCE: usize = 8;
+
 /// How long after a failed write it is tried again (say, the CRDs missing).
 const RETRY: Duration = Duration::from_secs(5);
 
@@ -566,7 +569,7 @@ impl InClusterAudit {
         )
     }
 
-    /// Repairs the objects marked for repair, one after the other, as
+    /// Repairs the objects marked for repair, [`REPAIRS_AT_ONCE`] at a time, as
     /// `sartor audit --fix` repairs them; each repaired one comes back as a
     /// watch event and leaves the reports. A failure is logged once while it
     /// lasts, and counted.
@@ -581,8 +584,20 @@ impl InClusterAudit {
             Operation::Update,
             found.namespaces.clone(),
         );
-        for (key, object) in objects {
-            let repaired = repairer.repair(&object).await;
+        // A few at a time: each is a read, a dry run and a patch, and the
+        // events and reports wait while repairs are made.
+        let repaired: Vec<(ObjectKey, Stored, Repaired)> = futures::stream::iter(objects)
+            .map(|(key, object)| {
+                let repairer = &repairer;
+                async move {
+                    let repaired = repairer.repair(&object).await;
+                    (key, object, repaired)
+                }
+            })
+            .buffer_unordered(REPAIRS_AT_ONCE)
+            .collect()
+            .await;
+        for (key, object, repaired) in repaired {
             let name = format!(
                 "{} {}",
                 kind_label(&object.resource),
