@@ -15,6 +15,7 @@ use sartor_controller::audit::{
     self, Audited, Excluded, Forbidden, Keep, Outcome, Repairer, ScanOf, Stored, Summary,
 };
 use sartor_engine::{Operation, System, compile};
+use sartor_offline::stdout::{print, print_line};
 use sartor_offline::{
     CaseResult, Exit, SuiteResult, colour, explain_as, junit, to_yaml, yaml_diff,
 };
@@ -152,13 +153,20 @@ async fn audit_cluster(args: &AuditArgs) -> anyhow::Result<Exit> {
             false => Keep::Changes,
         },
     };
+    // The first failed write to stdout (its reader gone): nothing more is
+    // printed, and the command ends with it after the scan.
+    let mut unprinted: Option<anyhow::Error> = None;
     let summary = audit::scan(
         &client,
         &of,
         |audited| {
             if args.output == AuditFormat::Text {
                 progress.clear();
-                print_line(&audited, args.diff, args.explain);
+                if unprinted.is_none()
+                    && let Err(error) = print_audited(&audited, args.diff, args.explain)
+                {
+                    unprinted = Some(error);
+                }
                 if args.fix && matches!(audited.outcome, Outcome::Changes { .. }) {
                     to_fix.push(audited.object);
                 }
@@ -178,6 +186,9 @@ async fn audit_cluster(args: &AuditArgs) -> anyhow::Result<Exit> {
     )
     .await?;
     progress.clear();
+    if let Some(error) = unprinted {
+        return Err(error);
+    }
     if args.fix {
         return fix(&client, &system, args.operation, &to_fix, &summary).await;
     }
@@ -190,10 +201,10 @@ async fn audit_cluster(args: &AuditArgs) -> anyhow::Result<Exit> {
                 .map_err(std::io::Error::from)
                 .and_then(|()| writeln!(out))
                 .and_then(|()| out.flush())
-                .context("writing the report")?;
+                .context("writing to stdout")?;
         }
-        AuditFormat::Yaml => print!("{}", to_yaml(&report(changes, errors, &summary))?),
-        AuditFormat::Junit => print!("{}", junit("sartor audit", &suites(cases, &summary))),
+        AuditFormat::Yaml => print(&to_yaml(&report(changes, errors, &summary))?)?,
+        AuditFormat::Junit => print(&junit("sartor audit", &suites(cases, &summary)))?,
     }
     Ok(if summary.failed > 0 {
         Exit::MutationFailed
@@ -217,7 +228,7 @@ async fn fix(
     let mut repaired = 0;
     for object in objects {
         let outcome = repairer.repair(object).await;
-        println!("{}: {outcome}", stored_name(object));
+        print_line(&format!("{}: {outcome}", stored_name(object)))?;
         if outcome.is_done() {
             repaired += 1;
         }
@@ -342,7 +353,7 @@ fn object_name(audited: &Audited) -> String {
 
 /// One object's line (and diff or explanation) on stdout, or its error on
 /// stderr.
-fn print_line(audited: &Audited, diff: bool, explain: bool) {
+fn print_audited(audited: &Audited, diff: bool, explain: bool) -> anyhow::Result<()> {
     match &audited.outcome {
         Outcome::Changes {
             mutators,
@@ -352,23 +363,23 @@ fn print_line(audited: &Audited, diff: bool, explain: bool) {
             mutation,
         } => {
             let mutators: Vec<String> = mutators.iter().map(ToString::to_string).collect();
-            println!(
+            print_line(&format!(
                 "{}: {} ({})",
                 object_name(audited),
                 mutators.join(", "),
                 paths.join(", ")
-            );
+            ))?;
             if explain {
                 let mut text = String::new();
                 explain_as(&mut text, "", None, mutation);
                 // Its label line is the object's line above.
-                print!("{}", text.strip_prefix(":\n").unwrap_or(&text));
+                print(text.strip_prefix(":\n").unwrap_or(&text))?;
             }
             if diff && let Some(before) = before {
                 let name = object_name(audited);
                 let (before, after) = (redacted(audited, before), redacted(audited, after));
                 match yaml_diff((&name, &before), (&format!("{name} (mutated)"), &after)) {
-                    Ok(text) => print!("{}", colour(&text)),
+                    Ok(text) => print(&colour(&text))?,
                     Err(error) => eprintln!("error: {name}: {error:#}"),
                 }
             }
@@ -380,6 +391,7 @@ fn print_line(audited: &Audited, diff: bool, explain: bool) {
             );
         }
     }
+    Ok(())
 }
 
 /// `N objects scanned (each kind that has any, and how many kinds had

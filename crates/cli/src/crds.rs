@@ -47,6 +47,6 @@ pub fn run(args: &CrdsArgs) -> anyhow::Result<Exit> {
             }
         }
     }
-    print!("{stream}");
+    sartor_offline::stdout::print(&stream)?;
     Ok(Exit::Ok)
 }

@@ -4,6 +4,10 @@
 //! prints results. Results go to stdout, problems to stderr. Exit codes:
 //! 0 ok, 1 a mutation failed, 2 invalid input.
 
+// Results go through `sartor_offline::stdout::print`: `print!` panics when
+// the reader has gone (`sartor audit | head`).
+#![deny(clippy::print_stdout)]
+
 mod audit;
 mod crds;
 mod serve;

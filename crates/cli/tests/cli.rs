@@ -2027,3 +2027,23 @@ fn lint_export_map_warns_of_what_export_leaves_out() {
     let (code, _, stderr) = sartor(&dir, &["lint", "examples/mutators"], "");
     assert_eq!((code, stderr.as_str()), (0, "10 mutators, no problems\n"));
 }
+
+/// A reader that goes away (`sartor crds | head -1`) is an error said on
+/// stderr, not a panic. The CRDs (77 kB) do not fit in a pipe's 64 KiB
+/// buffer, so a write waits for the reader, which is gone.
+#[test]
+fn a_closed_stdout_is_an_error_not_a_panic() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sartor"))
+        .arg("crds")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr),
+        "error: writing to stdout: Broken pipe (os error 32)\n"
+    );
+    assert_eq!(output.status.code(), Some(2));
+}

@@ -112,7 +112,7 @@ pub fn run(command: &ExportCommand) -> anyhow::Result<Exit> {
         .iter()
         .map(|object: &Value| to_yaml(object))
         .collect::<anyhow::Result<_>>()?;
-    print!("{}", documents.join("---\n"));
+    crate::stdout::print(&documents.join("---\n"))?;
     for refusal in &export.refused {
         eprintln!("{refusal}");
     }

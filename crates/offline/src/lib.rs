@@ -32,12 +32,17 @@
 //! # Ok::<(), anyhow::Error>(())
 //! ```
 
+// Results go through `stdout::print`: `print!` panics when the reader has
+// gone (`sartor audit | head`).
+#![deny(clippy::print_stdout)]
+
 pub mod export;
 mod external;
 pub mod lint;
 mod load;
 pub mod mutate;
 mod report;
+pub mod stdout;
 pub mod test;
 
 pub use load::namespaces;

@@ -204,7 +204,7 @@ pub fn run(args: &LintArgs) -> anyhow::Result<Exit> {
                 "warnings": warnings,
                 "findings": findings.iter().map(load::Finding::to_json).collect::<Vec<_>>(),
             });
-            println!("{}", serde_json::to_string_pretty(&report)?);
+            crate::stdout::print_line(&serde_json::to_string_pretty(&report)?)?;
         }
     }
     Ok(if errors > 0 || (args.strict && warnings > 0) {

@@ -47,6 +47,7 @@ use crate::external::External;
 use crate::load::namespace_name;
 use crate::mutate::{Offline, colour, expand_one, invalid_namespace, mutate_one, yaml_diff};
 use crate::report::{CaseResult, SuiteResult};
+use crate::stdout::{print, print_line};
 use crate::{Exit, load, report};
 
 /// Run mutator test suites (`*.sartor-test.yaml`).
@@ -160,7 +161,7 @@ pub fn run(args: &TestArgs) -> anyhow::Result<Exit> {
             eprintln!("error: {}: {problem}", result.file);
         }
         if args.format == Format::Text {
-            print_text(&result);
+            print_text(&result)?;
         }
         results.push(result);
     }
@@ -173,7 +174,7 @@ pub fn run(args: &TestArgs) -> anyhow::Result<Exit> {
         return Ok(Exit::InvalidInput);
     }
     match args.format {
-        Format::Text => println!(
+        Format::Text => print_line(&format!(
             "{} passed, {} failed{}",
             tally.passed,
             tally.failed,
@@ -187,9 +188,9 @@ pub fn run(args: &TestArgs) -> anyhow::Result<Exit> {
             } else {
                 String::new()
             }
-        ),
-        Format::Junit => print!("{}", report::junit("sartor test", &results)),
-        Format::Json => println!("{}", serde_json::to_string_pretty(&report::json(&results))?),
+        ))?,
+        Format::Junit => print(&report::junit("sartor test", &results))?,
+        Format::Json => print_line(&serde_json::to_string_pretty(&report::json(&results))?)?,
     }
     Ok(if tally.invalid > 0 {
         Exit::InvalidInput
@@ -201,16 +202,17 @@ pub fn run(args: &TestArgs) -> anyhow::Result<Exit> {
 }
 
 /// PASS/FAIL lines for one suite, with an indented diff per failure.
-fn print_text(result: &SuiteResult) {
+fn print_text(result: &SuiteResult) -> anyhow::Result<()> {
     for case in &result.cases {
         match &case.failure {
-            None => println!("PASS {}: {}", result.file, case.name),
+            None => print_line(&format!("PASS {}: {}", result.file, case.name))?,
             Some(report) => {
-                println!("FAIL {}: {}", result.file, case.name);
-                print!("{}", indent(&colour(report)));
+                print_line(&format!("FAIL {}: {}", result.file, case.name))?;
+                print(&indent(&colour(report)))?;
             }
         }
     }
+    Ok(())
 }
 
 #[derive(Debug, Default)]
