@@ -8,6 +8,7 @@ use std::io::Write as _;
 
 use anyhow::Context as _;
 use clap::{Args, ValueEnum};
+use futures::StreamExt as _;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 use sartor_api::{Input, Wildcard, load_mutators};
@@ -190,7 +191,7 @@ async fn audit_cluster(args: &AuditArgs) -> anyhow::Result<Exit> {
         return Err(error);
     }
     if args.fix {
-        return fix(&client, &system, args.operation, &to_fix, &summary).await;
+        return fix(&client, &system, args.operation, to_fix, &summary).await;
     }
     match args.output {
         AuditFormat::Text => eprintln!("{}", summary_line(&summary)),
@@ -215,20 +216,22 @@ async fn audit_cluster(args: &AuditArgs) -> anyhow::Result<Exit> {
     })
 }
 
-/// Repairs each of `objects` (`--fix`), a line each: `repaired`, or why
-/// not; then the summary with what was repaired.
+/// Repairs each of `objects` (`--fix`), several at a time, a line each in
+/// the order listed: `repaired`, or why not; then the summary with what was
+/// repaired.
 async fn fix(
     client: &Client,
     system: &System,
     operation: Operation,
-    objects: &[Stored],
+    objects: Vec<Stored>,
     summary: &Summary,
 ) -> anyhow::Result<Exit> {
     let repairer = Repairer::new(client, system, operation).await?;
     let mut repaired = 0;
-    for object in objects {
-        let outcome = repairer.repair(object).await;
-        print_line(&format!("{}: {outcome}", stored_name(object)))?;
+    let listed = objects.len();
+    let mut outcomes = std::pin::pin!(repairer.repair_each(objects));
+    while let Some((object, outcome)) = outcomes.next().await {
+        print_line(&format!("{}: {outcome}", stored_name(&object)))?;
         if outcome.is_done() {
             repaired += 1;
         }
@@ -236,9 +239,9 @@ async fn fix(
     eprintln!(
         "{}; {repaired} of {} repaired",
         summary_line(summary),
-        objects.len()
+        listed
     );
-    Ok(if summary.failed > 0 || repaired < objects.len() {
+    Ok(if summary.failed > 0 || repaired < listed {
         Exit::MutationFailed
     } else {
         Exit::Ok

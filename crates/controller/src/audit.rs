@@ -40,7 +40,7 @@ mod repair;
 mod reports;
 
 pub use in_cluster::InClusterAudit;
-pub use repair::{Plan, Planned, Repaired, Repairer};
+pub use repair::{Plan, Planned, REPAIRS_AT_ONCE, Repaired, Repairer};
 pub use reports::{ReportWriter, Reports, ReportsError, Write};
 
 /// Objects asked for per list call.

@@ -51,9 +51,6 @@ const SETTLE: Duration = Duration::from_secs(1);
 /// jitter aside); one that resumed is quiet.
 const WATCH_FAILURE_SAID: Duration = Duration::from_secs(60);
 
-/// How many repairs are under way at once.
-const REPAIRS_AT_ONCE: usize = 8;
-
 /// How long after a failed write it is tried again (say, the CRDs missing).
 const RETRY: Duration = Duration::from_secs(5);
 
@@ -569,7 +566,7 @@ impl InClusterAudit {
         )
     }
 
-    /// Repairs the objects marked for repair, [`REPAIRS_AT_ONCE`] at a time, as
+    /// Repairs the objects marked for repair, [`super::REPAIRS_AT_ONCE`] at a time, as
     /// `sartor audit --fix` repairs them; each repaired one comes back as a
     /// watch event and leaves the reports. A failure is logged once while it
     /// lasts, and counted.
@@ -584,20 +581,11 @@ impl InClusterAudit {
             Operation::Update,
             found.namespaces.clone(),
         );
-        // A few at a time: each is a read, a dry run and a patch, and the
-        // events and reports wait while repairs are made.
-        let repaired: Vec<(ObjectKey, Stored, Repaired)> = futures::stream::iter(objects)
-            .map(|(key, object)| {
-                let repairer = &repairer;
-                async move {
-                    let repaired = repairer.repair(&object).await;
-                    (key, object, repaired)
-                }
-            })
-            .buffer_unordered(REPAIRS_AT_ONCE)
-            .collect()
-            .await;
-        for (key, object, repaired) in repaired {
+        // The events and reports wait while repairs are made.
+        let repaired: Vec<(Stored, Repaired)> =
+            repairer.repair_each(objects.into_values()).collect().await;
+        for (object, repaired) in repaired {
+            let key = object_key(&object);
             let name = format!(
                 "{} {}",
                 kind_label(&object.resource),

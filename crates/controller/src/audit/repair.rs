@@ -17,6 +17,7 @@
 use std::collections::HashMap;
 use std::fmt;
 
+use futures::{Stream, StreamExt as _};
 use kube::Client;
 use kube::api::{DynamicObject, GetParams, Patch, PatchParams};
 use sartor_engine::{Operation, System};
@@ -26,6 +27,9 @@ use super::{
     AuditError, Keep, Outcome, Stored, api_message, audit, namespace_objects,
     without_managed_fields,
 };
+
+/// How many repairs [`Repairer::repair_each`] has under way at once.
+pub const REPAIRS_AT_ONCE: usize = 8;
 
 /// Repairs stored objects with one mutator set, as the webhook would mutate
 /// them for `operation`.
@@ -146,6 +150,21 @@ impl<'a> Repairer<'a> {
             namespaces,
             operation,
         }
+    }
+
+    /// Repairs each of `objects`, [`REPAIRS_AT_ONCE`] at a time, each with
+    /// what became of it, in the order given. Each repair is a read, a dry
+    /// run and a patch of its own object, so they do not wait on each other.
+    pub fn repair_each<'r>(
+        &'r self,
+        objects: impl IntoIterator<Item = Stored> + 'r,
+    ) -> impl Stream<Item = (Stored, Repaired)> + 'r {
+        futures::stream::iter(objects)
+            .map(move |object| async move {
+                let repaired = self.repair(&object).await;
+                (object, repaired)
+            })
+            .buffered(REPAIRS_AT_ONCE)
     }
 
     /// Repairs `object`: [`Repairer::plan`], then [`Repairer::apply`].
