@@ -229,9 +229,17 @@ async fn fix(
     let repairer = Repairer::new(client, system, operation).await?;
     let mut repaired = 0;
     let listed = objects.len();
+    // The repairs asked for are all made, even when stdout's reader is gone
+    // (that error is the command's after them): a repair under way is never
+    // left half known.
+    let mut unprinted: Option<anyhow::Error> = None;
     let mut outcomes = std::pin::pin!(repairer.repair_each(objects));
     while let Some((object, outcome)) = outcomes.next().await {
-        print_line(&format!("{}: {outcome}", stored_name(&object)))?;
+        if unprinted.is_none()
+            && let Err(error) = print_line(&format!("{}: {outcome}", stored_name(&object)))
+        {
+            unprinted = Some(error);
+        }
         if outcome.is_done() {
             repaired += 1;
         }
@@ -241,6 +249,9 @@ async fn fix(
         summary_line(summary),
         listed
     );
+    if let Some(error) = unprinted {
+        return Err(error);
+    }
     Ok(if summary.failed > 0 || repaired < listed {
         Exit::MutationFailed
     } else {

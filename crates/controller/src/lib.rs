@@ -81,7 +81,7 @@ pub use files::{FileWatch, MutatorFiles, Reload};
 pub use lease::LeaseHolder;
 pub use metrics::{Metrics, RulesState};
 pub use mutators::{Group, MutatorKey, MutatorSet};
-pub use namespaces::NamespaceCache;
+pub use namespaces::{NamespaceCache, NamespaceChange};
 pub use providers::ProviderWatch;
 pub use rules::{RulesAction, RulesError, RulesWriter, Served};
 pub use self_signed::{CertFiles, SelfSigned};

@@ -44,8 +44,19 @@ struct Inner {
     /// and the objects in it, from one `kubectl apply`) share one.
     fetching: Mutex<HashMap<String, Arc<Fetch>>>,
     listed: watch::Sender<bool>,
-    /// The names of Namespaces whose labels or annotations changed.
-    changed: broadcast::Sender<String>,
+    /// What changed of Namespaces held.
+    changed: broadcast::Sender<NamespaceChange>,
+}
+
+/// A change to a Namespace the cache held, as it matters to what the
+/// mutators do to the objects in it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NamespaceChange {
+    /// Its labels or annotations changed (what namespaceSelectors and
+    /// values from the Namespace read).
+    Described(String),
+    /// It is gone.
+    Deleted(String),
 }
 
 /// How many changed Namespaces a slow listener of
@@ -81,10 +92,10 @@ impl NamespaceCache {
         self.inner.listed.subscribe()
     }
 
-    /// The name of each Namespace held whose labels or annotations change
-    /// from now on (what namespaceSelectors and values from the Namespace
-    /// read), by a watch event or found by a relist.
-    pub fn changes(&self) -> broadcast::Receiver<String> {
+    /// Each Namespace held whose labels or annotations change from now on,
+    /// or that is deleted, by a watch event or found by a relist. A
+    /// Namespace first seen is not a change: nothing was read of it before.
+    pub fn changes(&self) -> broadcast::Receiver<NamespaceChange> {
         self.inner.changed.subscribe()
     }
 
@@ -121,13 +132,21 @@ impl NamespaceCache {
                         namespaces.iter().filter_map(entry).collect();
                     tracing::debug!(namespaces = listed.len(), "namespaces listed");
                     let before = std::mem::replace(&mut *write(&self.inner.by_name), listed);
-                    for (name, namespace) in &before {
-                        if read(&self.inner.by_name)
-                            .get(name)
-                            .is_some_and(|now| !described_alike(namespace, now))
-                        {
-                            self.said_changed(name);
-                        }
+                    let changes: Vec<NamespaceChange> = {
+                        let now = read(&self.inner.by_name);
+                        before
+                            .into_iter()
+                            .filter_map(|(name, namespace)| match now.get(&name) {
+                                None => Some(NamespaceChange::Deleted(name)),
+                                Some(now) if !described_alike(&namespace, now) => {
+                                    Some(NamespaceChange::Described(name))
+                                }
+                                Some(_) => None,
+                            })
+                            .collect()
+                    };
+                    for change in changes {
+                        self.tell(change);
                     }
                     self.inner.listed.send_replace(true);
                 }
@@ -135,13 +154,16 @@ impl NamespaceCache {
                     if let Some((name, value)) = entry(&namespace) {
                         let before = write(&self.inner.by_name).insert(name.clone(), value.clone());
                         if before.is_some_and(|before| !described_alike(&before, &value)) {
-                            self.said_changed(&name);
+                            self.tell(NamespaceChange::Described(name));
                         }
                     }
                 }
                 Some(Change::Deleted(namespace)) => {
-                    if let Some(name) = &namespace.metadata.name {
-                        write(&self.inner.by_name).remove(name);
+                    if let Some(name) = namespace.metadata.name {
+                        let held = write(&self.inner.by_name).remove(&name).is_some();
+                        if held {
+                            self.tell(NamespaceChange::Deleted(name));
+                        }
                     }
                 }
             }
@@ -150,8 +172,8 @@ impl NamespaceCache {
 
     /// Tells the listeners of [`NamespaceCache::changes`] (none: nobody
     /// asked).
-    fn said_changed(&self, name: &str) {
-        let _ = self.inner.changed.send(name.to_string());
+    fn tell(&self, change: NamespaceChange) {
+        let _ = self.inner.changed.send(change);
     }
 
     /// Fetches `name` from the API server within [`FETCH_TIMEOUT`]: one

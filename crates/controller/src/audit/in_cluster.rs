@@ -35,7 +35,7 @@ use super::{
     ScanOf, Stored, Write, audit, kind_label, scan_listing,
 };
 use crate::feed::Feed;
-use crate::namespaces::NamespaceCache;
+use crate::namespaces::{NamespaceCache, NamespaceChange};
 use crate::status::resource;
 use crate::watch::to_value;
 
@@ -50,6 +50,10 @@ const SETTLE: Duration = Duration::from_secs(1);
 /// keeps failing fails again within kube-runtime's backoff (30 s at most,
 /// jitter aside); one that resumed is quiet.
 const WATCH_FAILURE_SAID: Duration = Duration::from_secs(60);
+
+/// The most namespaces scanned again one by one after their labels
+/// changed; past it, one full scan.
+const RESCANS_AT_MOST: usize = 4;
 
 /// How long after a failed write it is tried again (say, the CRDs missing).
 const RETRY: Duration = Duration::from_secs(5);
@@ -190,6 +194,8 @@ struct Problems {
     work: Option<String>,
     /// The kinds the last scan could not list (RBAC).
     forbidden: Option<String>,
+    /// The last failed scan of a namespace whose labels changed.
+    rescan: Option<String>,
     /// Each failing watch's, by kind, with when it last failed: a watch that
     /// resumes where it was sends nothing until something changes, so a
     /// failure not repeated within [`WATCH_FAILURE_SAID`] is taken as over.
@@ -312,13 +318,21 @@ impl InClusterAudit {
                     Err(_) => return,
                 },
                 changed = namespace_changes.recv() => match changed {
-                    Ok(name) => {
+                    Ok(NamespaceChange::Described(name)) => {
                         if let Some(found) = &mut findings {
                             if let Lookup::Found(namespace) = self.namespaces.lookup(&name) {
                                 found.namespaces.insert(name.clone(), Value::clone(&namespace));
                             }
                             found.rescan.insert(name);
                             due.get_or_insert((Instant::now() + SETTLE, Write::Changed));
+                        }
+                    }
+                    // Its objects go with it, each with its own event; a
+                    // namespace made again by that name is read afresh.
+                    Ok(NamespaceChange::Deleted(name)) => {
+                        if let Some(found) = &mut findings {
+                            found.namespaces.remove(&name);
+                            found.rescan.remove(&name);
                         }
                     }
                     // Changes were missed: all of them are caught up with.
@@ -342,8 +356,20 @@ impl InClusterAudit {
                     let how = due.map_or(Write::Changed, |(_, how)| how);
                     due = None;
                     if let Some(found) = &mut findings {
-                        self.rescan(found, &mut problems).await;
+                        let rescanned = match found.rescan.len() > RESCANS_AT_MOST {
+                            // Many at once (a relabelling of every namespace):
+                            // one full scan lists less than a scan of each.
+                            true => {
+                                found.rescan.clear();
+                                scan_now = true;
+                                true
+                            }
+                            false => self.rescan(found, &mut problems).await,
+                        };
                         due = self.write(&mut writer, found, how, &mut written, &mut problems).await;
+                        if !rescanned {
+                            due = due.or(Some((Instant::now() + RETRY, Write::Changed)));
+                        }
                         self.say(&mut problems);
                         self.repair(found).await;
                     }
@@ -360,11 +386,28 @@ impl InClusterAudit {
         snapshot: &Snapshot,
     ) -> Result<(Reports, super::Listing, Vec<String>, Vec<Stored>), super::AuditError> {
         let started = std::time::Instant::now();
+        let (reports, listing, summary, changed) = self.scan_in(snapshot, None).await?;
+        self.feed.metrics().set_audit_scan(
+            summary.scanned(),
+            summary.changed,
+            summary.failed,
+            started.elapsed().as_secs_f64(),
+        );
+        Ok((reports, listing, summary.forbidden, changed))
+    }
+
+    /// A scan of every namespace (`None`) or of one: the findings, what was
+    /// listed, the summary, and the objects that would change.
+    async fn scan_in(
+        &self,
+        snapshot: &Snapshot,
+        namespace: Option<&str>,
+    ) -> Result<(Reports, super::Listing, super::Summary, Vec<Stored>), super::AuditError> {
         let mut reports = Reports::default();
         let mut changed = Vec::new();
         let of = ScanOf {
             system: &snapshot.system,
-            namespace: None,
+            namespace,
             excluded: &self.excluded,
             operation: Operation::Update,
             forbidden: Forbidden::LeftOut,
@@ -377,13 +420,7 @@ impl InClusterAudit {
             }
         };
         let (summary, listing) = scan_listing(&self.client, &of, found, |_, _| {}).await?;
-        self.feed.metrics().set_audit_scan(
-            summary.scanned(),
-            summary.changed,
-            summary.failed,
-            started.elapsed().as_secs_f64(),
-        );
-        Ok((reports, listing, summary.forbidden, changed))
+        Ok((reports, listing, summary, changed))
     }
 
     /// Puts one watch event into `found`: whether the findings changed. A
@@ -483,28 +520,14 @@ impl InClusterAudit {
     /// Scans again the objects of each namespace whose labels or
     /// annotations changed, their findings in place of those before (and
     /// those that would change marked for repair, if it is now labelled for
-    /// it). A failure is said; the next full scan catches up.
-    async fn rescan(&self, found: &mut Findings, problems: &mut Problems) {
+    /// it): whether every one was. A namespace that failed stays to be
+    /// scanned again, and the failure is said until one succeeds.
+    async fn rescan(&self, found: &mut Findings, problems: &mut Problems) -> bool {
         let snapshot = found.snapshot.clone();
+        let mut failed = BTreeSet::new();
         for namespace in std::mem::take(&mut found.rescan) {
-            let mut reports = Reports::default();
-            let mut changed = Vec::new();
-            let of = ScanOf {
-                system: &snapshot.system,
-                namespace: Some(&namespace),
-                excluded: &self.excluded,
-                operation: Operation::Update,
-                forbidden: Forbidden::LeftOut,
-                keep: Keep::Changes,
-            };
-            let each = |audited: Audited| {
-                reports.add(&audited);
-                if let Outcome::Changes { .. } = audited.outcome {
-                    changed.push(audited.object);
-                }
-            };
-            match scan_listing(&self.client, &of, each, |_, _| {}).await {
-                Ok((summary, _)) => {
+            match self.scan_in(&snapshot, Some(&namespace)).await {
+                Ok((reports, _, summary, changed)) => {
                     tracing::info!(
                         namespace,
                         scanned = summary.scanned(),
@@ -517,17 +540,25 @@ impl InClusterAudit {
                     }
                 }
                 Err(error) => {
-                    problems.work = Some(format!(
+                    problems.rescan = Some(format!(
                         "scanning namespace {namespace} again after its labels changed failed, \
-                         the next full scan will: {error}"
+                         retrying in {}s: {error}",
+                        RETRY.as_secs()
                     ));
+                    failed.insert(namespace);
                 }
             }
         }
+        if failed.is_empty() {
+            problems.rescan = None;
+        }
+        found.rescan = failed;
+        found.rescan.is_empty()
     }
 
-    /// Fetches the Namespace of `object` into `namespaces` when it is not
-    /// there (created after the scan); left out when it cannot be read.
+    /// Puts the Namespace of `object` into `namespaces` when it is not there
+    /// (created after the scan), from the webhook's cache or fetched through
+    /// it; left out when it cannot be read.
     async fn learn_namespace(&self, namespaces: &mut HashMap<String, Value>, object: &Value) {
         let (Some(namespace), _) = namespace_and_name(object) else {
             return;
@@ -535,12 +566,8 @@ impl InClusterAudit {
         if namespaces.contains_key(&namespace) {
             return;
         }
-        let resource = super::namespace_resource();
-        let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &resource);
-        if let Ok(fetched) = api.get(&namespace).await
-            && let Some(value) = to_value(fetched, &resource)
-        {
-            namespaces.insert(namespace, super::without_managed_fields(value));
+        if let Lookup::Found(found) = self.namespaces.fetch(&namespace).await {
+            namespaces.insert(namespace, Value::clone(&found));
         }
     }
 
@@ -698,6 +725,7 @@ impl InClusterAudit {
         let now = problems
             .work
             .clone()
+            .or_else(|| problems.rescan.clone())
             .or_else(|| problems.forbidden.clone())
             .or_else(|| {
                 problems
