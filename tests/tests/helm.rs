@@ -944,12 +944,17 @@ fn tool(tools: &Tools, name: &str, args: &[&str]) -> Result<String, String> {
 /// (as in [`chart_renders_like_the_kustomize_install`]).
 fn kustomize_with(tools: &Tools, components: &[&str]) -> Result<Objects, String> {
     let dir = TempDir::new("sartor-kustomization")?;
-    // kustomize takes other kustomizations by relative path only.
-    let up = "../".repeat(dir.path().components().count().saturating_sub(1));
-    let root = format!(
-        "{up}{}",
-        repo().display().to_string().trim_start_matches('/')
-    );
+    // kustomize takes other kustomizations by relative path only, from the
+    // directory with its links resolved.
+    let real = dir
+        .path()
+        .canonicalize()
+        .map_err(|e| format!("{}: {e}", dir.path().display()))?;
+    let up = "../".repeat(real.components().count().saturating_sub(1));
+    let repo = repo()
+        .canonicalize()
+        .map_err(|e| format!("{}: {e}", repo().display()))?;
+    let root = format!("{up}{}", repo.display().to_string().trim_start_matches('/'));
     let mut text = format!("resources:\n- {root}/manifests\ncomponents:\n");
     for component in components {
         text.push_str(&format!("- {root}/manifests/optional/{component}\n"));
@@ -959,7 +964,7 @@ fn kustomize_with(tools: &Tools, components: &[&str]) -> Result<Objects, String>
     let built = tool(
         tools,
         "kubectl",
-        &["kustomize", &dir.path().display().to_string()],
+        &["kustomize", &real.display().to_string()],
     )?;
     let mut objects = parse(&built)?;
     objects
