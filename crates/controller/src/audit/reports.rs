@@ -8,7 +8,7 @@
 //! server-side applied, and sartor's reports of namespaces without findings
 //! any more are deleted, so a deleted object or mutator leaves no result.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use kube::Client;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
@@ -283,11 +283,19 @@ impl ReportWriter {
                 },
             }
         }
-        let kept = |namespace: &Option<String>, cluster: bool| {
-            reports.iter().any(|report| {
-                (report.kind == "ClusterReport") == cluster
-                    && report.metadata.namespace == *namespace
+        // Looked up once per report written before (or listed): a search of
+        // `reports` each would grow with the square of the namespaces.
+        let kept_set: HashSet<(bool, Option<&str>)> = reports
+            .iter()
+            .map(|report| {
+                (
+                    report.kind == "ClusterReport",
+                    report.metadata.namespace.as_deref(),
+                )
             })
+            .collect();
+        let kept = |namespace: &Option<String>, cluster: bool| {
+            kept_set.contains(&(cluster, namespace.as_deref()))
         };
         let stale: Vec<Option<String>> = match how {
             Write::Changed => before
