@@ -243,6 +243,8 @@ impl InClusterAudit {
                 match self.scan(&snapshot).await {
                     Ok((reports, listing, forbidden, changed)) => {
                         problems.work = None;
+                        // A full scan covers any namespace left to rescan.
+                        problems.rescan = None;
                         problems.forbidden = (!forbidden.is_empty()).then(|| {
                             format!(
                                 "{}; objects of these kinds are not audited",
