@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
+use std::ops::ControlFlow;
 
 use anyhow::Context as _;
 use clap::{Args, ValueEnum};
@@ -155,7 +156,8 @@ async fn audit_cluster(args: &AuditArgs) -> anyhow::Result<Exit> {
         },
     };
     // The first failed write to stdout (its reader gone): nothing more is
-    // printed, and the command ends with it after the scan.
+    // printed, the scan stops, and the command ends with it. With --fix the
+    // scan and the repairs go on: the repairs are what was asked for.
     let mut unprinted: Option<anyhow::Error> = None;
     let summary = audit::scan(
         &client,
@@ -182,16 +184,24 @@ async fn audit_cluster(args: &AuditArgs) -> anyhow::Result<Exit> {
                     Err(error) => errors.push(error),
                 }
             }
+            match unprinted.is_some() && !args.fix {
+                true => ControlFlow::Break(()),
+                false => ControlFlow::Continue(()),
+            }
         },
         |kind, scanned| progress.show(kind, scanned),
     )
     .await?;
     progress.clear();
+    if args.fix {
+        let fixed = fix(&client, &system, args.operation, to_fix, &summary).await;
+        return match unprinted {
+            Some(error) => Err(error),
+            None => fixed,
+        };
+    }
     if let Some(error) = unprinted {
         return Err(error);
-    }
-    if args.fix {
-        return fix(&client, &system, args.operation, to_fix, &summary).await;
     }
     match args.output {
         AuditFormat::Text => eprintln!("{}", summary_line(&summary)),

@@ -21,6 +21,7 @@
 //! fresh read). A Pod a workload owns is not patched: its owner is named.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::ops::ControlFlow;
 
 use futures::AsyncBufReadExt as _;
 use kube::api::{ApiResource, DynamicObject, ListParams};
@@ -268,16 +269,17 @@ pub async fn mutators_in_cluster(
 
 /// Lists every object of the kinds `system` can change (only those in
 /// `namespace`, when given), runs each through it as the webhook would for
-/// `operation`, and hands each one that would change or fail to `found`;
-/// after each page, `paged` hears the kind being listed and how many
-/// objects have been scanned so far (for a progress line).
+/// `operation`, and hands each one that would change or fail to `found`,
+/// which may stop the scan (its reader gone); after each page, `paged`
+/// hears the kind being listed and how many objects have been scanned so
+/// far (for a progress line).
 ///
 /// # Errors
 /// Discovery or a list failed; what was found before is already handed on.
 pub async fn scan(
     client: &Client,
     of: &ScanOf<'_>,
-    found: impl FnMut(Audited),
+    found: impl FnMut(Audited) -> ControlFlow<()>,
     paged: impl FnMut(&str, usize),
 ) -> Result<Summary, AuditError> {
     let (summary, _) = scan_listing(client, of, found, paged).await?;
@@ -324,7 +326,7 @@ pub struct ScanOf<'a> {
 pub(crate) async fn scan_listing(
     client: &Client,
     of: &ScanOf<'_>,
-    mut found: impl FnMut(Audited),
+    mut found: impl FnMut(Audited) -> ControlFlow<()>,
     mut paged: impl FnMut(&str, usize),
 ) -> Result<(Summary, Listing), AuditError> {
     let ScanOf {
@@ -394,13 +396,19 @@ pub(crate) async fn scan_listing(
                         Outcome::Changes { .. } => summary.changed += 1,
                         Outcome::Failed(_) => summary.failed += 1,
                     }
-                    found(audited);
+                    found(audited)?;
                 }
             }
             paged(&label, scanned);
+            ControlFlow::Continue(())
         };
         match list_kind(page, each).await {
-            Ok(()) => {}
+            Ok(ControlFlow::Continue(())) => {}
+            // Asked to stop: what was found is handed on, the rest unlisted.
+            Ok(ControlFlow::Break(())) => {
+                summary.kinds.insert(label, listed);
+                break;
+            }
             Err(kube::Error::Api(status))
                 if status.code == 403 && forbidden == Forbidden::LeftOut =>
             {
@@ -463,15 +471,16 @@ const RESTARTS: usize = 3;
 
 /// Lists one kind, page by page through `page` (the continue token of the
 /// page to fetch: `None` for the first), handing each page's objects to
-/// `each`, each object once. An expired continue token (410: a list held up
+/// `each`, each object once, until `each` says to stop (`Break`, handed
+/// back). An expired continue token (410: a list held up
 /// longer than the API server keeps its snapshot, say behind `--diff |
 /// less`) lists the kind again from the start, leaving out the objects
 /// already handed on (by namespace and name); after [`RESTARTS`] of them,
 /// the 410 is the error.
 async fn list_kind(
     mut pages: impl Pages,
-    mut each: impl FnMut(Vec<Value>),
-) -> Result<(), kube::Error> {
+    mut each: impl FnMut(Vec<Value>) -> ControlFlow<()>,
+) -> Result<ControlFlow<()>, kube::Error> {
     let mut handed = HandedOn::default();
     let mut token: Option<String> = None;
     let mut restarts = 0;
@@ -484,10 +493,12 @@ async fn list_kind(
                 for object in &items {
                     handed.add(object);
                 }
-                each(items);
+                if each(items).is_break() {
+                    return Ok(ControlFlow::Break(()));
+                }
                 match next {
                     Some(next) => token = Some(next),
-                    None => return Ok(()),
+                    None => return Ok(ControlFlow::Continue(())),
                 }
             }
             Err(kube::Error::Api(status)) if status.code == 410 && restarts < RESTARTS => {
@@ -811,7 +822,11 @@ mod tests {
             },
         };
         let mut handed: Vec<Vec<Value>> = Vec::new();
-        list_kind(pages, |items| handed.push(items)).await.unwrap();
+        let listed = list_kind(pages, |items| {
+            handed.push(items);
+            ControlFlow::Continue(())
+        });
+        assert_eq!(listed.await.unwrap(), ControlFlow::Continue(()));
         assert_eq!(
             handed,
             [vec![object("a"), object("b")], vec![], vec![object("c")]]
@@ -828,9 +843,23 @@ mod tests {
                 }
             },
         };
-        let error = list_kind(always, |_| {}).await.unwrap_err();
+        let error = list_kind(always, |_| ControlFlow::Continue(()))
+            .await
+            .unwrap_err();
         assert!(matches!(error, kube::Error::Api(status) if status.code == 410));
         assert_eq!(calls, 2 * (RESTARTS + 1));
+        // Told to stop after the first page: no other page is asked for.
+        let mut asked = 0;
+        let endless = Scripted {
+            calls: 0,
+            answer: |call: usize, _: Option<&str>| {
+                asked = call;
+                Ok((vec![object("a")], Some("more".into())))
+            },
+        };
+        let stopped = list_kind(endless, |_| ControlFlow::Break(())).await;
+        assert_eq!(stopped.unwrap(), ControlFlow::Break(()));
+        assert_eq!(asked, 1);
     }
 
     #[test]

@@ -15,6 +15,7 @@
 //! ```
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -420,6 +421,7 @@ impl InClusterAudit {
             if let Outcome::Changes { .. } = audited.outcome {
                 changed.push(audited.object);
             }
+            ControlFlow::Continue(())
         };
         let (summary, listing) = scan_listing(&self.client, &of, found, |_, _| {}).await?;
         Ok((reports, listing, summary, changed))
