@@ -33,7 +33,7 @@ use tokio::time::Instant;
 
 use super::{
     Audited, Excluded, Forbidden, Keep, Outcome, PAGE, Repaired, Repairer, ReportWriter, Reports,
-    ScanOf, Stored, Write, audit, kind_label, scan_listing,
+    ScanOf, Stored, Write, audit, kind_label, namespace_and_name, scan_listing,
 };
 use crate::feed::Feed;
 use crate::namespaces::{NamespaceCache, NamespaceChange};
@@ -490,9 +490,12 @@ impl InClusterAudit {
                     return false;
                 };
                 let (namespace, name) = namespace_and_name(&value);
-                found.reports.remove(resource, namespace.as_deref(), &name);
+                let name = name.to_string();
+                found
+                    .reports
+                    .remove(resource, Some(namespace).filter(|ns| !ns.is_empty()), &name);
                 if resource.group.is_empty() && resource.kind == "Namespace" {
-                    found.namespaces.insert(name.clone(), value.clone());
+                    found.namespaces.insert(name, value.clone());
                 }
                 self.learn_namespace(&mut found.namespaces, &value).await;
                 if let Some(audited) =
@@ -564,14 +567,12 @@ impl InClusterAudit {
     /// (created after the scan), from the webhook's cache or fetched through
     /// it; left out when it cannot be read.
     async fn learn_namespace(&self, namespaces: &mut HashMap<String, Value>, object: &Value) {
-        let (Some(namespace), _) = namespace_and_name(object) else {
-            return;
-        };
-        if namespaces.contains_key(&namespace) {
+        let (namespace, _) = namespace_and_name(object);
+        if namespace.is_empty() || namespaces.contains_key(namespace) {
             return;
         }
-        if let Lookup::Found(found) = self.namespaces.fetch(&namespace).await {
-            namespaces.insert(namespace, Value::clone(&found));
+        if let Lookup::Found(found) = self.namespaces.fetch(namespace).await {
+            namespaces.insert(namespace.to_string(), Value::clone(&found));
         }
     }
 
@@ -753,17 +754,6 @@ impl InClusterAudit {
         self.feed.set_audit_problem(now.clone());
         problems.said = now;
     }
-}
-
-/// `object`'s namespace (`None`: cluster-scoped) and name.
-fn namespace_and_name(object: &Value) -> (Option<String>, String) {
-    let field = |name: &str| {
-        object
-            .pointer(&format!("/metadata/{name}"))
-            .and_then(Value::as_str)
-            .map(str::to_string)
-    };
-    (field("namespace"), field("name").unwrap_or_default())
 }
 
 /// The `result` label of a repair's outcome.
