@@ -28,7 +28,7 @@ use kube::api::{ApiResource, DynamicObject, ListParams};
 use kube::discovery::{Discovery, Scope, verbs};
 use kube::{Api, Client};
 use sartor_api::{EXEMPTION_LABEL, Wildcard};
-use sartor_engine::{Admission, Gvk, KindPattern, Mutation, MutatorId, Operation, System};
+use sartor_engine::{Admission, Gvk, Mutation, MutatorId, Operation, System, Targets};
 use sartor_state::Snapshot;
 use serde_json::Value;
 
@@ -341,12 +341,7 @@ pub(crate) async fn scan_listing(
         .run_aggregated()
         .await
         .map_err(AuditError::Discovery)?;
-    let targets: Vec<KindPattern> = system
-        .targets()
-        .iter()
-        .filter(|(_, operations)| operations.contains(operation))
-        .map(|(kind, _)| kind.clone())
-        .collect();
+    let targets = system.targets().on(operation);
     let resources = listed_resources(&discovery, &targets);
     // Namespaces are listed when a mutator reads them or for the exemption
     // label of the namespaces whose objects are listed.
@@ -570,10 +565,7 @@ fn namespace_and_name(object: &Value) -> (&str, &str) {
 
 /// The served resources `targets` name that can be listed, one version a
 /// kind (the group's preferred one first), sorted by group, kind, version.
-fn listed_resources(
-    discovery: &Discovery,
-    targets: &[KindPattern],
-) -> Vec<(ApiResource, Scope, bool)> {
+fn listed_resources(discovery: &Discovery, targets: &Targets) -> Vec<(ApiResource, Scope, bool)> {
     let mut seen: BTreeSet<(String, String)> = BTreeSet::new();
     let mut resources = Vec::new();
     for group in discovery.groups() {
@@ -582,7 +574,7 @@ fn listed_resources(
         versions.sort_by_key(|version| *version != preferred);
         for version in versions {
             for (resource, capabilities) in group.versioned_resources(&version) {
-                let named = targets.iter().any(|target| {
+                let named = targets.iter().any(|(target, _)| {
                     target.group.as_deref().is_none_or(|g| g == resource.group)
                         && target
                             .version

@@ -171,6 +171,14 @@ impl Scopes {
             .map(String::as_str)
     }
 
+    /// Every kind whose resource is known, as (group, kind, plural), in
+    /// order of group and kind.
+    pub fn resources(&self) -> impl Iterator<Item = (&str, &str, &str)> {
+        self.plurals
+            .iter()
+            .map(|((group, kind), plural)| (group.as_str(), kind.as_str(), plural.as_str()))
+    }
+
     /// Whether every kind of `group` is known (it came from a discovery
     /// listing): a kind of it that is not known is not served.
     pub fn lists_group(&self, group: &str) -> bool {

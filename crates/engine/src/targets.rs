@@ -114,6 +114,26 @@ impl Targets {
     pub fn iter(&self) -> impl Iterator<Item = (&KindPattern, Operations)> {
         self.kinds.iter().map(|(pattern, ops)| (pattern, *ops))
     }
+
+    /// The patterns mutated on `operation` (with all their operations):
+    /// the kinds an audit of that operation lists.
+    pub fn on(&self, operation: Operation) -> Targets {
+        self.iter()
+            .filter(|(_, ops)| ops.contains(operation))
+            .map(|(pattern, ops)| (pattern.clone(), ops))
+            .collect()
+    }
+}
+
+impl FromIterator<(KindPattern, Operations)> for Targets {
+    /// A pattern given twice is mutated on the union of its operations.
+    fn from_iter<I: IntoIterator<Item = (KindPattern, Operations)>>(patterns: I) -> Targets {
+        let mut targets = Targets::default();
+        for (pattern, operations) in patterns {
+            targets.insert(pattern, operations);
+        }
+        targets
+    }
 }
 
 impl fmt::Display for Targets {

@@ -171,4 +171,10 @@ fn a_listing_gives_each_kind_its_resource_and_knows_its_groups_whole() {
     assert_eq!(scopes.plural("example.com", "Widget"), Some("widgets"));
     // A CRD names one kind of its group, not all of them.
     assert!(!scopes.lists_group("example.com"));
+    assert!(
+        scopes
+            .resources()
+            .any(|resource| resource == ("example.com", "Widget", "widgets"))
+    );
+    assert_eq!(scopes.resources().count(), builtin.resources().count() + 1);
 }

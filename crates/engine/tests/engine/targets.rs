@@ -119,3 +119,24 @@ fn an_empty_system_targets_nothing() {
     assert!(System::new().targets().is_empty());
     assert_eq!(System::new().targets().to_string(), "");
 }
+
+#[test]
+fn the_targets_on_an_operation_are_those_mutated_on_it() {
+    let yaml = "\
+apiVersion: mutations.sartor.dev/v1
+kind: Assign
+metadata: {name: pull}
+spec:
+  applyTo:
+  - {groups: [''], versions: [v1], kinds: [Pod]}
+  - {groups: [apps], versions: [v1], kinds: [Deployment], operations: [CREATE]}
+  location: spec.x
+  parameters: {assign: {value: 1}}
+";
+    let all = targets_of(yaml);
+    assert_eq!(
+        all.on(sartor_engine::Operation::Update).to_string(),
+        "Pod.core/v1: CREATE, UPDATE\n"
+    );
+    assert_eq!(all.on(sartor_engine::Operation::Create), all);
+}
