@@ -8,7 +8,7 @@ use std::io::Write as _;
 use std::ops::ControlFlow;
 
 use anyhow::Context as _;
-use clap::{Args, ValueEnum};
+use clap::{Args, Subcommand, ValueEnum};
 use futures::StreamExt as _;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
@@ -23,12 +23,17 @@ use sartor_offline::{
 };
 use serde_json::{Map, Value, json};
 
+mod rbac;
+
 /// List the objects in a cluster that the mutators would change on their
 /// next write (objects stored before a mutator existed), without changing
 /// anything. Cluster access as kubectl's: $KUBECONFIG or ~/.kube/config,
 /// or the in-cluster service account.
 #[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct AuditArgs {
+    #[command(subcommand)]
+    command: Option<AuditCommand>,
     /// Mutator files or directories to audit with, instead of the cluster's
     /// mutators (try a set against the cluster before applying it); repeat
     /// the flag for more.
@@ -85,6 +90,12 @@ pub struct AuditArgs {
     fix: bool,
 }
 
+/// What `sartor audit` does instead of a scan.
+#[derive(Debug, Subcommand)]
+enum AuditCommand {
+    Rbac(rbac::RbacArgs),
+}
+
 /// How `sartor audit` prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum AuditFormat {
@@ -104,6 +115,9 @@ pub enum AuditFormat {
 /// No cluster configured, unusable mutator files, or a list the API server
 /// refused.
 pub fn run(args: &AuditArgs) -> anyhow::Result<Exit> {
+    if let Some(AuditCommand::Rbac(rbac)) = &args.command {
+        return rbac::run(rbac);
+    }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

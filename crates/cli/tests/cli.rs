@@ -2011,6 +2011,49 @@ fn export_map_prints_the_policy_and_names_what_it_leaves_out() {
 }
 
 #[test]
+fn audit_rbac_prints_the_role_and_names_a_kind_it_cannot_resolve() {
+    let widgets = "apiVersion: mutations.sartor.dev/v1\nkind: Assign\nmetadata: {name: size}\nspec:\n  applyTo: [{groups: [example.com], versions: [v1], kinds: [Widget]}]\n  location: spec.size\n  parameters: {assign: {value: 3}}\n";
+    let crd = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: widgets.example.com}\nspec:\n  group: example.com\n  scope: Namespaced\n  names: {kind: Widget, plural: widgets}\n  versions: []\n";
+    let dir = scratch(
+        "audit-rbac",
+        &[("m.yaml", widgets), ("crds/widget.yaml", crd)],
+    );
+    let (code, stdout, stderr) = sartor(dir.as_ref(), &["audit", "rbac", "-m", "m.yaml"], "");
+    assert_eq!(
+        (code, stdout.as_str(), stderr.as_str()),
+        (
+            2,
+            "",
+            "error: m.yaml: document 1: Widget.example.com/*, which Assign/size applies to, has no resource (plural) known offline: give its CRD among the mutator paths, or `kubectl api-resources` output with --api-resources\n"
+        )
+    );
+    // With the CRD, Widgets are granted, and in the chart's values too.
+    let (code, stdout, stderr) = sartor(
+        dir.as_ref(),
+        &[
+            "audit",
+            "rbac",
+            "-m",
+            "m.yaml",
+            "-m",
+            "crds",
+            "-o",
+            "helm-values",
+        ],
+        "",
+    );
+    assert_eq!((code, stderr.as_str()), (0, ""));
+    let values: serde_json::Value = serde_yaml::from_str(&stdout).unwrap();
+    assert_eq!(
+        values,
+        serde_json::json!({"audit": {"rules": [
+            {"apiGroups": [""], "resources": ["namespaces"]},
+            {"apiGroups": ["example.com"], "resources": ["widgets"]},
+        ]}})
+    );
+}
+
+#[test]
 fn lint_export_map_warns_of_what_export_leaves_out() {
     let dir = repo_root();
     let (code, stdout, stderr) = sartor(&dir, &["lint", "--export-map", "examples/mutators"], "");

@@ -37,6 +37,7 @@ use crate::watch::{is_404, to_value, watched};
 
 mod in_cluster;
 mod listed;
+pub mod rbac;
 mod repair;
 mod reports;
 

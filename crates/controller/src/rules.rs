@@ -20,7 +20,7 @@ use k8s_openapi::api::admissionregistration::v1::{
 };
 use kube::api::PostParams;
 use kube::{Api, Client, Discovery};
-use sartor_engine::{Operation, Operations, Targets};
+use sartor_engine::{Operation, Operations, Scopes, Targets};
 use sartor_state::Snapshot;
 use tokio::sync::watch;
 
@@ -114,6 +114,19 @@ impl Served {
                     );
                 }
             }
+        }
+        served
+    }
+
+    /// What an offline listing knows (`Scopes`: the built-in kinds,
+    /// `kubectl api-resources` output, CRDs): each kind's resource, under
+    /// the version `*`, since a listing has no versions. [`derived`] finds
+    /// such a kind only from a pattern of any version, so this is for rules
+    /// that are not versioned either (RBAC: [`crate::audit::rbac`]).
+    pub fn of_scopes(scopes: &Scopes) -> Served {
+        let mut served = Served::default();
+        for (group, kind, resource) in scopes.resources() {
+            served.insert(group, "*", kind, resource);
         }
         served
     }

@@ -3,8 +3,11 @@
 //! webhook. What cannot be exported with exactly sartor's semantics is left
 //! out, one line each on stderr with the reason.
 
+use std::collections::HashMap;
+
 use clap::{Args, Subcommand, ValueEnum};
-use sartor_api::{Input, Wildcard};
+use sartor_api::{Input, MutatorObject, Origin, Wildcard};
+use sartor_engine::{MutatorId, Scopes, System};
 use sartor_export::{FailurePolicy, Options};
 use serde_json::Value;
 
@@ -63,13 +66,27 @@ enum Failure {
     Fail,
 }
 
-/// Runs `sartor export`.
-///
-/// # Errors
-/// The YAML could not be printed.
-pub fn run(command: &ExportCommand) -> anyhow::Result<Exit> {
-    let ExportCommand::Map(args) = command;
-    let inputs: Vec<Input> = args.paths.iter().map(|p| Input::from_arg(p)).collect();
+/// Mutators read to be written as other objects, and the resources their
+/// kinds are served as.
+pub struct MutatorsAndResources {
+    /// The mutators that compiled.
+    pub system: System,
+    /// Each mutator's object as read.
+    pub specs: HashMap<MutatorId, MutatorObject>,
+    /// Where each mutator was read.
+    pub origins: HashMap<MutatorId, Origin>,
+    /// The built-in kinds, those of the `--api-resources` files and of the
+    /// CRDs among the paths, with their resources (plurals).
+    pub resources: Scopes,
+}
+
+/// Reads the mutators of `paths` (files or directories; other documents
+/// are skipped) and the `kubectl api-resources` output of `api_resources`,
+/// for `sartor export map` and `sartor audit rbac`: `None`, with every
+/// problem printed on stderr, when an input cannot be read, a mutator does
+/// not compile, or there is no mutator.
+pub fn read_mutators(paths: &[String], api_resources: &[String]) -> Option<MutatorsAndResources> {
+    let inputs: Vec<Input> = paths.iter().map(|p| Input::from_arg(p)).collect();
     let repository = load::repository(&[], &inputs);
     let invalid: Vec<&load::Finding> = repository
         .findings
@@ -80,22 +97,45 @@ pub fn run(command: &ExportCommand) -> anyhow::Result<Exit> {
         for finding in invalid {
             eprintln!("error: {finding}");
         }
-        return Ok(Exit::InvalidInput);
+        return None;
     }
     if repository.system.is_empty() {
         eprintln!(
             "error: no mutators in {} (documents whose apiVersion is mutations.sartor.dev or mutations.gatekeeper.sh)",
-            args.paths.join(", ")
+            paths.join(", ")
         );
-        return Ok(Exit::InvalidInput);
+        return None;
     }
-    let (resources, unreadable) = repository.scopes(&args.api_resources);
+    let (resources, unreadable) = repository.scopes(api_resources);
     if !unreadable.is_empty() {
         for finding in unreadable {
             eprintln!("error: {finding}");
         }
-        return Ok(Exit::InvalidInput);
+        return None;
     }
+    Some(MutatorsAndResources {
+        system: repository.system,
+        specs: repository.specs,
+        origins: repository.origins,
+        resources,
+    })
+}
+
+/// Runs `sartor export`.
+///
+/// # Errors
+/// The YAML could not be printed.
+pub fn run(command: &ExportCommand) -> anyhow::Result<Exit> {
+    let ExportCommand::Map(args) = command;
+    let Some(MutatorsAndResources {
+        system,
+        specs,
+        resources,
+        ..
+    }) = read_mutators(&args.paths, &args.api_resources)
+    else {
+        return Ok(Exit::InvalidInput);
+    };
     let options = Options {
         name: args.name.clone(),
         sartor_namespace: args.sartor_namespace.clone(),
@@ -106,7 +146,7 @@ pub fn run(command: &ExportCommand) -> anyhow::Result<Exit> {
         },
         resources,
     };
-    let export = sartor_export::map(&repository.system, &repository.specs, &options);
+    let export = sartor_export::map(&system, &specs, &options);
     let documents: Vec<String> = export
         .objects
         .iter()

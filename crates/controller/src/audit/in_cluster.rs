@@ -44,6 +44,10 @@ use crate::watch::to_value;
 /// holding the Lease owns the field.
 const STATUS_MANAGER: &str = "sartor-audit";
 
+/// The write the in-cluster audit mutates stored objects as: their next
+/// one. Its kinds are what [`super::rbac`] grants.
+pub(super) const OPERATION: Operation = Operation::Update;
+
 /// How long the watches' events gather before the reports are written.
 const SETTLE: Duration = Duration::from_secs(1);
 
@@ -412,7 +416,7 @@ impl InClusterAudit {
             system: &snapshot.system,
             namespace,
             excluded: &self.excluded,
-            operation: Operation::Update,
+            operation: OPERATION,
             forbidden: Forbidden::LeftOut,
             keep: Keep::Changes,
         };
@@ -591,7 +595,7 @@ impl InClusterAudit {
         audit(
             system,
             namespaces,
-            Operation::Update,
+            OPERATION,
             object,
             resource,
             Keep::Changes,
@@ -610,7 +614,7 @@ impl InClusterAudit {
         let repairer = Repairer::with_namespaces(
             &self.client,
             &found.snapshot.system,
-            Operation::Update,
+            OPERATION,
             found.namespaces.clone(),
         );
         // The events and reports wait while repairs are made.
