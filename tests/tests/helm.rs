@@ -374,8 +374,9 @@ fn pinned_rules_render_the_flag_and_need_no_grant(tools: &Tools) -> Result<(), S
 
 /// `audit.intervalSeconds` turns the in-cluster audit on: the default
 /// rendering plus its flag and exactly the objects of
-/// manifests/optional/audit/rbac.yaml (Helm's labels aside);
-/// `audit.repair.enabled` adds those of manifests/optional/audit-repair, and
+/// manifests/optional/audit/rbac.yaml (Helm's labels aside); `audit.rules`
+/// from `sartor audit rbac -o helm-values` adds the objects it prints with
+/// `-o yaml`; `audit.repair.enabled` adds those of manifests/optional/audit-repair, and
 /// alone is refused by name.
 fn the_audit_renders_its_flag_and_the_optional_rbac(tools: &Tools) -> Result<(), String> {
     let mut expected = without_helm_labels(render(tools, "sartor", "sartor-system", &[])?);
@@ -397,6 +398,26 @@ fn the_audit_renders_its_flag_and_the_optional_rbac(tools: &Tools) -> Result<(),
             "sartor",
             "sartor-system",
             &["--set", "audit.intervalSeconds=300"],
+        )?),
+    )?;
+    // What the audit may list: `sartor audit rbac`'s role, from its values.
+    let generated = AuditRbac::of(AUDITED_MUTATORS)?;
+    let mut with_objects = expected.clone();
+    with_objects.extend(parse(&generated.objects)?);
+    compare(
+        "the audit's rendering and `sartor audit rbac`",
+        &with_objects,
+        "helm template sartor charts/sartor --set audit.intervalSeconds=300 -f <sartor audit rbac -o helm-values>",
+        &without_helm_labels(render(
+            tools,
+            "sartor",
+            "sartor-system",
+            &[
+                "--set",
+                "audit.intervalSeconds=300",
+                "-f",
+                &generated.values_file(),
+            ],
         )?),
     )?;
     expected.extend(parse(&read("manifests/optional/audit-repair/rbac.yaml")?)?);
@@ -439,11 +460,28 @@ fn the_audit_renders_its_flag_and_the_optional_rbac(tools: &Tools) -> Result<(),
 /// The kustomize components manifests/optional/audit and audit-repair, in a
 /// kustomization of the admin's own over manifests/, render what the chart
 /// renders with the audit and its repairs on.
+///
+/// The objects' role `sartor audit rbac` prints, a resource of that
+/// kustomization, is what the chart renders from the `audit.rules` it
+/// prints with `-o helm-values`.
 fn the_kustomize_components_render_what_the_chart_does(tools: &Tools) -> Result<(), String> {
-    for (components, values) in [
-        (&["audit"][..], &["--set", "audit.intervalSeconds=300"][..]),
+    let generated = AuditRbac::of(AUDITED_MUTATORS)?;
+    let values_file = generated.values_file();
+    let objects = [("audit-objects.yaml", generated.objects.as_str())];
+    for (components, resources, values) in [
+        (
+            &["audit"][..],
+            &[][..],
+            &["--set", "audit.intervalSeconds=300"][..],
+        ),
+        (
+            &["audit"][..],
+            &objects[..],
+            &["--set", "audit.intervalSeconds=300", "-f", &values_file][..],
+        ),
         (
             &["audit", "audit-repair"][..],
+            &[][..],
             &[
                 "--set",
                 "audit.intervalSeconds=300",
@@ -452,14 +490,82 @@ fn the_kustomize_components_render_what_the_chart_does(tools: &Tools) -> Result<
             ][..],
         ),
     ] {
+        let names: Vec<&str> = resources.iter().map(|(name, _)| *name).collect();
         compare(
-            &format!("kubectl kustomize of manifests/ with components {components:?}"),
-            &without_helm_labels(kustomize_with(tools, components)?),
+            &format!(
+                "kubectl kustomize of manifests/ with components {components:?} and resources {names:?}"
+            ),
+            &without_helm_labels(kustomize_with(tools, components, resources)?),
             &format!("helm template sartor charts/sartor {}", values.join(" ")),
             &without_helm_labels(render(tools, "sartor", "sartor-system", values)?),
         )?;
     }
     Ok(())
+}
+
+/// Gatekeeper's Assign of Pods, sartor's of Secrets, and an AssignMetadata
+/// of every kind of `apps`: what the audit's generated role is tried with.
+const AUDITED_MUTATORS: &str = "\
+apiVersion: mutations.gatekeeper.sh/v1
+kind: Assign
+metadata: {name: always-pull}
+spec:
+  applyTo: [{groups: [''], versions: [v1], kinds: [Pod]}]
+  location: spec.containers[name:*].imagePullPolicy
+  parameters: {assign: {value: Always}}
+---
+apiVersion: mutations.sartor.dev/v1
+kind: Assign
+metadata: {name: secret-audited}
+spec:
+  applyTo: [{groups: [''], versions: [v1], kinds: [Secret]}]
+  location: data.audited
+  parameters: {assign: {value: eWVz}}
+---
+apiVersion: mutations.sartor.dev/v1
+kind: AssignMetadata
+metadata: {name: apps-team}
+spec:
+  match:
+    kinds: [{apiGroups: [apps], kinds: ['*']}]
+  location: metadata.labels.team
+  parameters: {assign: {value: platform}}
+";
+
+/// What `sartor audit rbac` prints for some mutators: the objects and the
+/// chart's values, the latter kept in a file for `helm -f`.
+struct AuditRbac {
+    /// `-o yaml`.
+    objects: String,
+    /// Holds `values.yaml`, `-o helm-values`.
+    dir: TempDir,
+}
+
+impl AuditRbac {
+    fn of(mutators: &str) -> Result<AuditRbac, String> {
+        let dir = TempDir::new("sartor-audit-rbac")?;
+        let file = dir.path().join("mutators.yaml");
+        std::fs::write(&file, mutators).map_err(|e| format!("{}: {e}", file.display()))?;
+        let print = |format: &str| {
+            run(
+                Command::new(sartor_tests::binary::sartor()?)
+                    .args(["audit", "rbac", "--mutators"])
+                    .arg(&file)
+                    .args(["-o", format]),
+                None,
+            )
+        };
+        let objects = print("yaml")?;
+        let values = print("helm-values")?;
+        let values_file = dir.path().join("values.yaml");
+        std::fs::write(&values_file, values)
+            .map_err(|e| format!("{}: {e}", values_file.display()))?;
+        Ok(AuditRbac { objects, dir })
+    }
+
+    fn values_file(&self) -> String {
+        self.dir.path().join("values.yaml").display().to_string()
+    }
 }
 
 /// The README's preview of the example repository: `kubectl kustomize` of
@@ -942,7 +1048,11 @@ fn tool(tools: &Tools, name: &str, args: &[&str]) -> Result<String, String> {
 /// `kubectl kustomize` of a kustomization of the admin's own: manifests/
 /// and the `components` under manifests/optional, the Namespace left out
 /// (as in [`chart_renders_like_the_kustomize_install`]).
-fn kustomize_with(tools: &Tools, components: &[&str]) -> Result<Objects, String> {
+fn kustomize_with(
+    tools: &Tools,
+    components: &[&str],
+    resources: &[(&str, &str)],
+) -> Result<Objects, String> {
     let dir = TempDir::new("sartor-kustomization")?;
     // kustomize takes other kustomizations by relative path only, from the
     // directory with its links resolved.
@@ -955,7 +1065,13 @@ fn kustomize_with(tools: &Tools, components: &[&str]) -> Result<Objects, String>
         .canonicalize()
         .map_err(|e| format!("{}: {e}", repo().display()))?;
     let root = format!("{up}{}", repo.display().to_string().trim_start_matches('/'));
-    let mut text = format!("resources:\n- {root}/manifests\ncomponents:\n");
+    let mut text = format!("resources:\n- {root}/manifests\n");
+    for (name, objects) in resources {
+        let file = dir.path().join(name);
+        std::fs::write(&file, objects).map_err(|e| format!("{}: {e}", file.display()))?;
+        text.push_str(&format!("- {name}\n"));
+    }
+    text.push_str("components:\n");
     for component in components {
         text.push_str(&format!("- {root}/manifests/optional/{component}\n"));
     }

@@ -1080,6 +1080,45 @@ fn the_role_grants_exactly_the_certificate_secret() {
     );
 }
 
+/// The optional audit's RBAC grants its reports and Lease and nothing on
+/// the objects it audits: that role is generated from the mutators by
+/// `sartor audit rbac`, which its comment names.
+#[test]
+fn the_audits_rbac_grants_no_object_kind() {
+    let file = root().join("manifests/optional/audit/rbac.yaml");
+    let mut audit = Install::default();
+    read_objects(&file, &mut audit);
+    let role = only(&audit.cluster_roles, "ClusterRole");
+    assert_eq!(name(&role.metadata), "sartor-audit");
+    assert_grants(
+        "the audit's ClusterRole",
+        &grants(role.rules.as_deref().unwrap()),
+        &expected(&[(
+            "openreports.io",
+            &["reports", "clusterreports"],
+            "",
+            &["list", "create", "patch", "delete"],
+        )]),
+    );
+    let lease = only(&audit.roles, "Role");
+    assert_grants(
+        "the audit's Role",
+        &grants(lease.rules.as_deref().unwrap()),
+        &expected(&[(
+            "coordination.k8s.io",
+            &["leases"],
+            "",
+            &["get", "create", "update"],
+        )]),
+    );
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        text.contains("sartor audit rbac --mutators PATH... | kubectl apply -f -"),
+        "{}: the comment no longer says how to grant the objects",
+        shown(&file)
+    );
+}
+
 #[test]
 fn the_rbac_kinds_are_the_crds() {
     let install = install();
