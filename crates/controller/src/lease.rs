@@ -7,6 +7,7 @@
 //! expired lease cannot both win), and the leader-election crates for kube
 //! either pull in their own kube version or hold more than one lease needs.
 
+use std::future::Future;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
@@ -15,6 +16,7 @@ use k8s_openapi::jiff::Timestamp;
 use kube::Client;
 use kube::api::{Api, PostParams};
 use tokio::sync::watch;
+use tokio::task::JoinHandle;
 
 /// A Lease this replica competes for.
 pub struct LeaseHolder {
@@ -42,14 +44,22 @@ impl LeaseHolder {
         }
     }
 
-    /// Competes for the lease until the receiver is dropped, renewing it
-    /// every third of its duration; the receiver says whether this replica
-    /// holds it now. A replica that cannot reach the API server keeps the
-    /// lease until its last renewal's duration has passed (no other replica
-    /// can take it before), so a short outage does not stop its work.
-    pub fn run(self) -> watch::Receiver<bool> {
+    /// Competes for the lease until the receiver is dropped or `stop`
+    /// completes, renewing it every third of its duration; the receiver says
+    /// whether this replica holds it now. A replica that cannot reach the API
+    /// server keeps the lease until its last renewal's duration has passed
+    /// (no other replica can take it before), so a short outage does not stop
+    /// its work. When `stop` completes (the replica is shutting down), the
+    /// receiver turns `false` first, then a lease held is released, so
+    /// another replica takes it at its next round rather than after the
+    /// lease's whole duration; the task ends after that one write.
+    pub fn run(
+        self,
+        stop: impl Future<Output = ()> + Send + 'static,
+    ) -> (watch::Receiver<bool>, JoinHandle<()>) {
         let (holding, held) = watch::channel(false);
-        tokio::spawn(async move {
+        let task = tokio::spawn(async move {
+            tokio::pin!(stop);
             // When this replica last renewed the lease, while it holds it.
             let mut renewed: Option<Instant> = None;
             loop {
@@ -72,10 +82,50 @@ impl LeaseHolder {
                 tokio::select! {
                     () = tokio::time::sleep(self.duration / 3) => {}
                     () = holding.closed() => return,
+                    () = &mut stop => {
+                        holding.send_replace(false);
+                        if renewed.is_some() {
+                            match self.release().await {
+                                Ok(true) => tracing::info!(lease = %self.name, "lease released"),
+                                Ok(false) => {}
+                                Err(error) => tracing::warn!(
+                                    lease = %self.name, %error,
+                                    "cannot release the lease; another replica takes it once it expires"
+                                ),
+                            }
+                        }
+                        return;
+                    }
                 }
             }
         });
-        held
+        (held, task)
+    }
+
+    /// Gives the lease up if this replica holds it: no holder, renewed now
+    /// for one second, conditional on the version read. Whether it was
+    /// released.
+    async fn release(&self) -> Result<bool, kube::Error> {
+        let Some(mut lease) = self.api.get_opt(&self.name).await? else {
+            return Ok(false);
+        };
+        let mut spec = lease.spec.clone().unwrap_or_default();
+        if spec.holder_identity.as_deref() != Some(self.identity.as_str()) {
+            return Ok(false);
+        }
+        spec.holder_identity = None;
+        spec.lease_duration_seconds = Some(1);
+        spec.renew_time = Some(MicroTime(Timestamp::now()));
+        lease.spec = Some(spec);
+        match self
+            .api
+            .replace(&self.name, &PostParams::default(), &lease)
+            .await
+        {
+            Ok(_) => Ok(true),
+            Err(kube::Error::Api(status)) if status.code == 409 => Ok(false),
+            Err(error) => Err(error),
+        }
     }
 
     /// One round: whether this replica holds the lease after it.
@@ -107,13 +157,16 @@ impl LeaseHolder {
         };
         let current = lease.spec.clone().unwrap_or_default();
         let mine = current.holder_identity.as_deref() == Some(self.identity.as_str());
-        let expired = match (&current.renew_time, current.lease_duration_seconds) {
-            (Some(renewed), Some(seconds)) => renewed
-                .0
-                .checked_add(Duration::from_secs(u64::try_from(seconds).unwrap_or(0)))
-                .map_or(true, |until| until < Timestamp::now()),
-            _ => true,
-        };
+        // Released by its holder ([`LeaseHolder::release`]): free at once.
+        let released = current.holder_identity.as_deref().is_none_or(str::is_empty);
+        let expired = released
+            || match (&current.renew_time, current.lease_duration_seconds) {
+                (Some(renewed), Some(seconds)) => renewed
+                    .0
+                    .checked_add(Duration::from_secs(u64::try_from(seconds).unwrap_or(0)))
+                    .map_or(true, |until| until < Timestamp::now()),
+                _ => true,
+            };
         if !mine && !expired {
             return Ok(false);
         }

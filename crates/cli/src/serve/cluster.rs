@@ -112,15 +112,23 @@ pub(super) async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
             Duration::from_secs(args.cert_check_interval),
         ));
     }
+    // Turns true at SIGTERM, before the drain: what must hand over to
+    // another replica (the audit's Lease) does so at once.
+    let (stopping_tx, stopping_rx) = tokio::sync::watch::channel(false);
+    let mut lease_task = None;
     if args.audit_interval > 0 {
-        let leader = LeaseHolder::new(
+        let mut stop = stopping_rx.clone();
+        let (leader, task) = LeaseHolder::new(
             client.clone(),
             &args.namespace,
             AUDIT_LEASE,
             &pod,
             AUDIT_LEASE_DURATION,
         )
-        .run();
+        .run(async move {
+            let _ = stop.wait_for(|stopping| *stopping).await;
+        });
+        lease_task = Some(task);
         tracing::info!(
             interval_seconds = args.audit_interval,
             lease = AUDIT_LEASE,
@@ -159,7 +167,20 @@ pub(super) async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
     if let Some(manager) = certs {
         tokio::spawn(manager.run(Duration::from_secs(args.cert_check_interval)));
     }
-    server.run(shutdown_signal()).await;
+    server
+        .run(async move {
+            shutdown_signal().await;
+            let _ = stopping_tx.send(true);
+        })
+        .await;
+    drop(stopping_rx);
+    if let Some(task) = lease_task
+        && tokio::time::timeout(STATUS_WITHDRAW_TIMEOUT, task)
+            .await
+            .is_err()
+    {
+        tracing::warn!("the audit's lease was not released in time; it expires on its own");
+    }
     // A gone replica's status entries would read as enforcement that is not
     // there; withdraw them, within what is left of the grace period.
     stopping.withdraw_all();
