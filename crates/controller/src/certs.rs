@@ -436,7 +436,7 @@ impl CertManager {
             }
         }
         if changed {
-            api.replace(name, &PostParams::default(), &config)
+            api.replace(name, &crate::status::post_params(), &config)
                 .await
                 .map_err(fail)?;
             tracing::info!(configuration = %name, %kind, "CA injected");

@@ -18,7 +18,6 @@ use std::time::Duration;
 use k8s_openapi::api::admissionregistration::v1::{
     MutatingWebhookConfiguration, RuleWithOperations,
 };
-use kube::api::PostParams;
 use kube::{Api, Client, Discovery};
 use sartor_engine::{Operation, Operations, Scopes, Targets};
 use sartor_state::Snapshot;
@@ -552,7 +551,7 @@ impl RulesWriter {
                 .get_or_insert_with(BTreeMap::new)
                 .insert(DERIVED_RULES.to_string(), summary(&want));
             match api
-                .replace(&self.configuration, &PostParams::default(), &config)
+                .replace(&self.configuration, &crate::status::post_params(), &config)
                 .await
             {
                 Ok(_) => {

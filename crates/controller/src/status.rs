@@ -38,9 +38,22 @@ impl Default for StatusLimits {
     }
 }
 
-/// The field manager of replica `pod`: `sartor/POD`.
+/// The field manager of sartor's writes that any replica may make (the
+/// webhook configurations' CA bundles and derived rules), so that a
+/// server-side apply over them names sartor in its conflict, not "unknown".
+pub const FIELD_MANAGER: &str = "sartor";
+
+/// The same, as `PostParams` for a create or replace.
+pub(crate) fn post_params() -> kube::api::PostParams {
+    kube::api::PostParams {
+        field_manager: Some(FIELD_MANAGER.to_string()),
+        ..kube::api::PostParams::default()
+    }
+}
+
+/// The field manager of replica `pod`'s own status entries: `sartor/POD`.
 pub fn field_manager(pod: &str) -> String {
-    format!("sartor/{pod}")
+    format!("{FIELD_MANAGER}/{pod}")
 }
 
 /// The API resource of one of sartor's mutator kinds, as its type declares it.
