@@ -380,16 +380,100 @@ pub fn issue_serving(
     Ok((cert.pem(), key.serialize_pem()))
 }
 
+/// kubectl and helm (the pinned ones) pointed at one API server with an
+/// admin kubeconfig, their caches beside it rather than in ~/.kube. The
+/// control plane and the test node both hand one out (and deref to it).
+#[derive(Debug, Clone)]
+pub struct Kube {
+    /// The pinned tools.
+    pub tools: Tools,
+    /// An admin (`system:masters`) kubeconfig.
+    pub kubeconfig: PathBuf,
+    /// Where kubectl's discovery cache and helm's homes go.
+    cache: PathBuf,
+}
+
+impl Kube {
+    /// kubectl and helm with `kubeconfig`, caching under `cache`.
+    pub fn new(tools: &Tools, kubeconfig: PathBuf, cache: PathBuf) -> Kube {
+        Kube {
+            tools: tools.clone(),
+            kubeconfig,
+            cache,
+        }
+    }
+
+    /// A `kubectl` command against this API server (the pinned kubectl).
+    pub fn kubectl_command(&self) -> Command {
+        let mut command = Command::new(self.tools.path("kubectl"));
+        // Discovery and HTTP caches with the control plane, not in ~/.kube.
+        command
+            .env("KUBECONFIG", &self.kubeconfig)
+            .env("KUBECACHEDIR", self.cache.join("kube-cache"));
+        command
+    }
+
+    /// Runs `kubectl args...`.
+    ///
+    /// # Errors
+    /// kubectl's stderr (and the command) when it exits non-zero.
+    pub fn kubectl(&self, args: &[&str]) -> Result<String, String> {
+        self.kubectl_with_input(args, None)
+    }
+
+    /// Runs `kubectl args...` with `input` on its stdin.
+    ///
+    /// # Errors
+    /// kubectl's stderr (and the command) when it exits non-zero.
+    pub fn kubectl_with_input(&self, args: &[&str], input: Option<&str>) -> Result<String, String> {
+        run(self.kubectl_command().args(args), input)
+            .map_err(|e| format!("kubectl {}: {e}", args.join(" ")))
+    }
+
+    /// Waits until the CRD `name` (every CRD for `None`) is Established.
+    ///
+    /// # Errors
+    /// kubectl's message when it is not within 30 s.
+    pub fn wait_established(&self, name: Option<&str>) -> Result<(), String> {
+        let one = name.map(|name| format!("crd/{name}"));
+        let mut args = vec!["wait", "--for=condition=Established", "--timeout=30s"];
+        match &one {
+            Some(crd) => args.push(crd),
+            None => args.extend(["crd", "--all"]),
+        }
+        self.kubectl(&args).map(|_| ())
+    }
+
+    /// A `helm` command against this API server (the pinned helm), with
+    /// its caches beside the kubeconfig's.
+    pub fn helm_command(&self) -> Command {
+        let mut command = Command::new(self.tools.path("helm"));
+        command
+            .env("KUBECONFIG", &self.kubeconfig)
+            .env("HELM_CACHE_HOME", self.cache.join("helm/cache"))
+            .env("HELM_CONFIG_HOME", self.cache.join("helm/config"))
+            .env("HELM_DATA_HOME", self.cache.join("helm/data"));
+        command
+    }
+
+    /// Runs `helm args...`.
+    ///
+    /// # Errors
+    /// helm's stderr (and the command) when it exits non-zero.
+    pub fn helm(&self, args: &[&str]) -> Result<String, String> {
+        run(self.helm_command().args(args), None)
+            .map_err(|e| format!("helm {}: {e}", args.join(" ")))
+    }
+}
+
 /// A running etcd + kube-apiserver. Dropping it stops both and removes its
-/// directory.
+/// directory. Derefs to the [`Kube`] that drives it.
 #[derive(Debug)]
 pub struct ControlPlane {
-    /// The binaries it runs and drives (kubectl, helm).
-    pub tools: Tools,
+    /// kubectl and helm with an admin kubeconfig for it.
+    pub kube: Kube,
     /// `https://127.0.0.1:PORT`.
     pub url: String,
-    /// An admin (`system:masters`) kubeconfig for it.
-    pub kubeconfig: PathBuf,
     /// The CA its certificates and the admin's are signed by.
     pub pki: Pki,
     // Field order is drop order: the API server stops before etcd, and the
@@ -498,9 +582,8 @@ impl ControlPlane {
             ),
         )?;
         let mut plane = ControlPlane {
-            tools: tools.clone(),
+            kube: Kube::new(tools, kubeconfig, dir.path().to_path_buf()),
             url,
-            kubeconfig,
             pki,
             apiserver,
             apiserver_args,
@@ -575,59 +658,6 @@ impl ControlPlane {
         self.dir.path()
     }
 
-    /// A `kubectl` command against this control plane (the pinned kubectl).
-    pub fn kubectl_command(&self) -> Command {
-        let mut command = Command::new(self.tools.path("kubectl"));
-        // Discovery and HTTP caches with the control plane, not in ~/.kube.
-        command
-            .env("KUBECONFIG", &self.kubeconfig)
-            .env("KUBECACHEDIR", self.dir().join("kube-cache"));
-        command
-    }
-
-    /// Runs `kubectl args...`.
-    ///
-    /// # Errors
-    /// kubectl's stderr (and the command) when it exits non-zero.
-    pub fn kubectl(&self, args: &[&str]) -> Result<String, String> {
-        self.kubectl_with_input(args, None)
-    }
-
-    /// Runs `kubectl args...` with `input` on its stdin.
-    ///
-    /// # Errors
-    /// kubectl's stderr (and the command) when it exits non-zero.
-    pub fn kubectl_with_input(&self, args: &[&str], input: Option<&str>) -> Result<String, String> {
-        run(self.kubectl_command().args(args), input)
-            .map_err(|e| format!("kubectl {}: {e}", args.join(" ")))
-    }
-
-    /// Waits until the CRD `name` (every CRD for `None`) is Established.
-    ///
-    /// # Errors
-    /// kubectl's message when it is not within 30 s.
-    pub fn wait_established(&self, name: Option<&str>) -> Result<(), String> {
-        let one = name.map(|name| format!("crd/{name}"));
-        let mut args = vec!["wait", "--for=condition=Established", "--timeout=30s"];
-        match &one {
-            Some(crd) => args.push(crd),
-            None => args.extend(["crd", "--all"]),
-        }
-        self.kubectl(&args).map(|_| ())
-    }
-
-    /// A `helm` command against this control plane (the pinned helm), with
-    /// its caches in the control plane's directory.
-    pub fn helm_command(&self) -> Command {
-        let mut command = Command::new(self.tools.path("helm"));
-        command
-            .env("KUBECONFIG", &self.kubeconfig)
-            .env("HELM_CACHE_HOME", self.dir().join("helm/cache"))
-            .env("HELM_CONFIG_HOME", self.dir().join("helm/config"))
-            .env("HELM_DATA_HOME", self.dir().join("helm/data"));
-        command
-    }
-
     /// A kubeconfig for this API server that authenticates with `token`
     /// (e.g. a service account's, from `kubectl create token`).
     ///
@@ -647,6 +677,25 @@ impl ControlPlane {
         .map_err(|e| format!("{}: {e}", path.display()))?;
         Ok(path)
     }
+}
+
+impl std::ops::Deref for ControlPlane {
+    type Target = Kube;
+
+    fn deref(&self) -> &Kube {
+        &self.kube
+    }
+}
+
+/// `to` as a path relative to `from` (kustomize refuses absolute resources).
+pub fn relative_to(from: &Path, to: &Path) -> String {
+    let up = from.components().count().saturating_sub(1);
+    let down: Vec<String> = to
+        .components()
+        .skip(1)
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    format!("{}{}", "../".repeat(up), down.join("/"))
 }
 
 /// A kubeconfig for the API server at `url` (trusting `ca_pem`) whose one

@@ -12,6 +12,28 @@ pub mod suite;
 
 use std::path::{Path, PathBuf};
 
+/// The mutators under examples/mutators, as the plural resource of each kind
+/// and the names of its objects there.
+pub const EXAMPLE_MUTATORS: &[(&str, &[&str])] = &[
+    (
+        "assign.mutations.sartor.dev",
+        &[
+            "always-pull-pods",
+            "always-pull-deployments",
+            "log-sidecar",
+            "no-host-ports",
+            "read-only-root",
+            "seccomp-runtime-default",
+        ],
+    ),
+    ("assignimage.mutations.sartor.dev", &["pin-registry"]),
+    (
+        "assignmetadata.mutations.sartor.dev",
+        &["owner-from-namespace", "team-from-namespace"],
+    ),
+    ("modifyset.mutations.sartor.dev", &["no-debug-flag"]),
+];
+
 /// The workspace root: the directory holding the top-level `Cargo.toml`.
 ///
 /// Read from cargo's run-time `CARGO_MANIFEST_DIR` first: a build reused from

@@ -15,6 +15,18 @@ use serde_json::Value;
 
 use crate::cluster::{Tools, Unavailable};
 
+/// A `&[Check<S>]` of cluster trials from `module::function` paths, each
+/// named by its path: `trials![install::applies, admission::mutates]`.
+#[macro_export]
+macro_rules! trials {
+    ($($module:ident :: $test:ident),* $(,)?) => {
+        &[$((
+            concat!(stringify!($module), "::", stringify!($test)),
+            $crate::suite::Needs::Cluster($module::$test),
+        )),*]
+    };
+}
+
 /// What a trial needs, and the check itself.
 pub enum Needs<S> {
     /// Files of the repository only: always runs.
@@ -51,10 +63,23 @@ pub fn main<S: Send + 'static>(
     trials: &'static [Check<S>],
     start: fn(&Tools) -> Result<S, String>,
 ) -> ExitCode {
+    main_where(suite, trials, || Ok(()), start)
+}
+
+/// [`main`] for a suite that needs more of the machine than the tools
+/// (root, packages): `here` says, without building or starting anything,
+/// whether the suite can run, and its [`Unavailable::Skip`] is reported as
+/// the tools' own is.
+pub fn main_where<S: Send + 'static>(
+    suite: &'static str,
+    trials: &'static [Check<S>],
+    here: fn() -> Result<(), Unavailable>,
+    start: fn(&Tools) -> Result<S, String>,
+) -> ExitCode {
     let mut args = Arguments::from_args();
     // One control plane with cluster-scoped objects: one trial at a time.
     args.test_threads = Some(1);
-    let mut found = Tools::find();
+    let mut found = Tools::find().and_then(|tools| here().map(|()| tools));
     // CI sets this: a machine that should run the suite must not pass it by
     // skipping it.
     if let Err(Unavailable::Skip(reason)) = &found

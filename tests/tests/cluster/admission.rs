@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use sartor_tests::EXAMPLE_MUTATORS;
 use serde_json::Value;
 
 use base64::Engine as _;
@@ -81,27 +82,6 @@ pub fn wait_enforced(suite: &Suite, kind: &str, names: &[&str], pod: &str) -> Re
     }
     Ok(())
 }
-
-/// The example mutators, as kind + names, for [`wait_enforced`].
-pub const EXAMPLE_MUTATORS: &[(&str, &[&str])] = &[
-    (
-        "assign.mutations.sartor.dev",
-        &[
-            "always-pull-pods",
-            "always-pull-deployments",
-            "log-sidecar",
-            "no-host-ports",
-            "read-only-root",
-            "seccomp-runtime-default",
-        ],
-    ),
-    ("assignimage.mutations.sartor.dev", &["pin-registry"]),
-    (
-        "assignmetadata.mutations.sartor.dev",
-        &["owner-from-namespace", "team-from-namespace"],
-    ),
-    ("modifyset.mutations.sartor.dev", &["no-debug-flag"]),
-];
 
 /// The replica running, with examples/mutators applied and in force; the
 /// replica's pod name.

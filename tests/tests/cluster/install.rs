@@ -1,6 +1,6 @@
 //! The documented install (manifests/, kustomize) on a real API server.
 
-use sartor_tests::cluster::free_port;
+use sartor_tests::cluster::{free_port, relative_to};
 
 use crate::{Install, Suite, json, repo_path, same};
 
@@ -45,17 +45,6 @@ patches:
     );
     std::fs::write(dir.join("kustomization.yaml"), kustomization).map_err(|e| e.to_string())?;
     Ok(dir)
-}
-
-/// `to` as a path relative to `from` (kustomize refuses absolute resources).
-fn relative_to(from: &std::path::Path, to: &std::path::Path) -> String {
-    let up = from.components().count().saturating_sub(1);
-    let down: Vec<String> = to
-        .components()
-        .skip(1)
-        .map(|c| c.as_os_str().to_string_lossy().into_owned())
-        .collect();
-    format!("{}{}", "../".repeat(up), down.join("/"))
 }
 
 fn indent(text: &str, by: usize) -> String {

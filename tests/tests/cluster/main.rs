@@ -46,22 +46,12 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use sartor_tests::cluster::{ControlPlane, Guarded, free_port};
-use sartor_tests::suite::{Check, Needs};
+use sartor_tests::suite::Check;
 pub use sartor_tests::suite::{eventually, json, same};
 use serde_json::Value;
 
-/// `(name, function)` pairs named by their path.
-macro_rules! trials {
-    ($($module:ident :: $test:ident),* $(,)?) => {
-        &[$((
-            concat!(stringify!($module), "::", stringify!($test)),
-            Needs::Cluster($module::$test),
-        )),*]
-    };
-}
-
 /// Every trial, in the order they run.
-const TRIALS: &[Check<Suite>] = trials![
+const TRIALS: &[Check<Suite>] = sartor_tests::trials![
     scope::builtin_scopes_are_the_api_servers_discovery,
     crds::apply_to_the_real_api_server,
     crds::cel_rules_reject_invalid_mutators,
