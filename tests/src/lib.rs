@@ -7,6 +7,7 @@ pub mod apiserver;
 pub mod binary;
 pub mod cluster;
 pub mod https;
+pub mod node;
 pub mod provider;
 pub mod suite;
 
