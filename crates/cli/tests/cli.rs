@@ -1147,7 +1147,19 @@ fn a_repository_skips_what_is_not_an_object_and_says_what_is_doubtful() {
     assert_eq!(stdout.matches("kind: Pod").count(), 2, "{stdout}");
     assert_eq!(
         stderr,
-        "warning: app/pod.yaml: document 1: v1 Pod shop/web is also at app/patch.yaml: document 1 (a kustomize patch? preview the built overlay: kustomize build DIR | sartor mutate)\n"
+        "warning: app/renovate.json: skipped what is not a Kubernetes object: document 1: apiVersion not set, kind not set (--strict makes it an error)\n\
+         warning: app/values.yaml: skipped what is not a Kubernetes object: document 1: apiVersion not set, kind not set (--strict makes it an error)\n\
+         warning: app/pod.yaml: document 1: v1 Pod shop/web is also at app/patch.yaml: document 1 (a kustomize patch? preview the built overlay: kustomize build DIR | sartor mutate)\n"
+    );
+    let (code, stdout, stderr) = sartor(&dir, &["mutate", "--strict", "-m", "policy", "app"], "");
+    assert_eq!(
+        (code, stdout.as_str(), stderr.as_str()),
+        (
+            2,
+            "",
+            "error: app/renovate.json: document 1: not a Kubernetes object: apiVersion not set, kind not set\n\
+             error: app/values.yaml: document 1: not a Kubernetes object: apiVersion not set, kind not set\n"
+        )
     );
     let (code, _, stderr) = sartor(&dir, &["lint", "policy", "app"], "");
     assert_eq!(
@@ -1171,6 +1183,84 @@ fn a_repository_skips_what_is_not_an_object_and_says_what_is_doubtful() {
             2,
             "error: policy/templates.yaml: document 1: expansion templates a, b form a cycle: each generates a kind another expands\n"
         )
+    );
+}
+
+#[test]
+fn an_input_that_is_not_an_object_is_an_error_from_a_file_and_from_stdin() {
+    let cases = [
+        (
+            "apiVersion",
+            "kind: Pod\nmetadata: {name: a}\n",
+            "document 1: not a Kubernetes object: apiVersion not set",
+        ),
+        (
+            "kind",
+            "apiVersion: v1\nmetadata: {name: a}\n",
+            "document 1: not a Kubernetes object: kind not set",
+        ),
+        (
+            "scalar",
+            "just a sentence\n",
+            "document 1: not a Kubernetes object: the document is a string, not a mapping",
+        ),
+        (
+            "list",
+            "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Pod\n  metadata: {name: a}\n- kind: Pod\n  metadata: {name: b}\n",
+            "document 1, item 2: not a Kubernetes object: apiVersion not set",
+        ),
+    ];
+    for (name, text, problem) in cases {
+        let dir = scratch("not-object", &[("pull.yaml", PULL), ("input.yaml", text)]);
+        let (code, stdout, stderr) = sartor(&dir, &["mutate", "-m", "pull.yaml", "input.yaml"], "");
+        assert_eq!(
+            (code, stdout.as_str(), stderr.as_str()),
+            (2, "", format!("error: input.yaml: {problem}\n").as_str()),
+            "{name}, from a file"
+        );
+        let (code, stdout, stderr) = sartor(&dir, &["mutate", "-m", "pull.yaml", "-"], text);
+        assert_eq!(
+            (code, stdout.as_str(), stderr.as_str()),
+            (2, "", format!("error: <stdin>: {problem}\n").as_str()),
+            "{name}, from stdin"
+        );
+    }
+    // lint: a mutator file named with a typo is not a document to skip.
+    let dir = scratch(
+        "not-object-lint",
+        &[("m.yaml", "kind: Assign\nmetadata: {name: a}\n")],
+    );
+    let (code, _, stderr) = sartor(&dir, &["lint", "--mutators", "m.yaml"], "");
+    assert_eq!(
+        (code, stderr.as_str()),
+        (
+            2,
+            "error: m.yaml: document 1: not a Kubernetes object: apiVersion not set\n"
+        )
+    );
+    // Empty and comment-only documents are nothing, as kubectl has them.
+    let dir = scratch("not-object", &[("pull.yaml", PULL)]);
+    let text = format!("---\n# only a comment\n---\n{POD}---\n");
+    let (code, stdout, stderr) = sartor(&dir, &["mutate", "-m", "pull.yaml", "-"], &text);
+    assert_eq!((code, stderr.as_str()), (0, ""));
+    assert_eq!(stdout.matches("kind: Pod").count(), 1, "{stdout}");
+    // `sartor test`: a case's object that is not one is the case's problem.
+    let dir = scratch(
+        "not-object-test",
+        &[
+            ("pull.yaml", PULL),
+            ("input.yaml", "kind: Pod\nmetadata: {name: a}\n"),
+            (
+                "t.sartor-test.yaml",
+                "mutators: [pull.yaml]\ncases:\n- name: typo\n  input: input.yaml\n  expected: input.yaml\n",
+            ),
+        ],
+    );
+    let (code, stdout, _) = sartor(&dir, &["test", "."], "");
+    assert_eq!(code, 1, "{stdout}");
+    assert!(
+        stdout.contains("input.yaml: document 1: not a Kubernetes object: apiVersion not set"),
+        "{stdout}"
     );
 }
 

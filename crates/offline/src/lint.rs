@@ -138,6 +138,9 @@ pub fn run(args: &LintArgs) -> anyhow::Result<Exit> {
     let (scopes, unreadable) = repository.scopes(&args.api_resources);
     let allowed = |f: &load::Finding| !args.allow.iter().any(|a| a.covers(f.category));
     let mut findings = repository.findings.clone();
+    // A typo in a file named here (a mutator without apiVersion) is not a
+    // document to skip; one found in a directory is counted as skipped.
+    findings.extend(repository.not_object_findings(false));
     findings.extend(unreadable);
     findings.extend(load::provider_findings(&repository));
     // Each beside the other findings about its document: a note after the

@@ -324,6 +324,21 @@ pub struct Repository {
     /// How many documents were left out: kustomize's files, and documents
     /// that are not Kubernetes objects.
     pub skipped: usize,
+    /// The documents left out because they are not Kubernetes objects, in
+    /// input order (`--mutators` first): see [`Repository::not_objects`].
+    pub not_objects: Vec<NotObject>,
+}
+
+/// A document of the inputs that is not a Kubernetes object, left out.
+#[derive(Debug, Clone)]
+pub struct NotObject {
+    /// Where it was read.
+    pub origin: Origin,
+    /// Whether its file was named on the command line (or is standard
+    /// input) rather than found in a directory.
+    pub named: bool,
+    /// What is wrong with it ([`object_problem`]).
+    pub problem: String,
 }
 
 /// Reads `explicit` (`--mutators`: every document must be a mutator or an
@@ -356,7 +371,7 @@ impl Role {
     /// The role of `document` among the inputs.
     pub fn of(document: &Document) -> Role {
         let value = &document.value;
-        if is_kustomize_document(value) || !is_kubernetes_object(value) {
+        if is_kustomize_document(value) || object_problem(value).is_some() {
             Role::Skipped
         } else if is_expansion_template_document(value) {
             Role::Template
@@ -381,6 +396,26 @@ pub fn repository_with(
     keep_objects: usize,
 ) -> Repository {
     let explicit: Vec<Input> = explicit.iter().map(|p| Input::from_arg(p)).collect();
+    // Files named on the command line (and stdin): a document in one that is
+    // not an object was meant as one; in a directory it may be anything.
+    let named: HashSet<String> = explicit
+        .iter()
+        .chain(inputs)
+        .filter(|input| !matches!(input, Input::Path(path) if path.is_dir()))
+        .map(ToString::to_string)
+        .collect();
+    let mut not_objects = Vec::new();
+    let mut left_out = |document: &Document| {
+        if let Some(problem) = object_problem(&document.value)
+            && !is_kustomization_file(&document.origin.file)
+        {
+            not_objects.push(NotObject {
+                origin: document.origin.clone(),
+                named: named.contains(&document.origin.file),
+                problem,
+            });
+        }
+    };
     let (explicit, mut errors) = read_documents_with_stdin(&explicit, stdin);
     let mut seen: HashSet<String> = HashSet::new();
     let explicit: Vec<Document> = explicit
@@ -391,6 +426,7 @@ pub fn repository_with(
     let (skipped_explicit, explicit): (Vec<Document>, Vec<Document>) = explicit
         .into_iter()
         .partition(|d| Role::of(d) == Role::Skipped);
+    skipped_explicit.iter().for_each(&mut left_out);
     let (mut template_documents, mut documents): (Vec<Document>, Vec<Document>) = explicit
         .into_iter()
         .partition(|d| Role::of(d) == Role::Template);
@@ -404,7 +440,10 @@ pub fn repository_with(
         Err(error) => errors.push(error),
         Ok(document) if !seen.insert(document.origin.to_string()) => {}
         Ok(document) => match Role::of(&document) {
-            Role::Skipped => skipped += 1,
+            Role::Skipped => {
+                skipped += 1;
+                left_out(&document);
+            }
             Role::Template => template_documents.push(document),
             Role::Mutator => mutators.push(document),
             Role::Object => {
@@ -481,6 +520,7 @@ pub fn repository_with(
         others,
         crds,
         skipped,
+        not_objects,
         objects_kept: objects <= keep_objects,
         explicit_origins,
     };
@@ -515,11 +555,45 @@ pub fn visit_objects(
     });
 }
 
-/// Whether a document is a Kubernetes object: an object with a string
-/// `apiVersion` and `kind`.
-fn is_kubernetes_object(value: &Value) -> bool {
-    value.get("apiVersion").is_some_and(Value::is_string)
-        && value.get("kind").is_some_and(Value::is_string)
+/// Why a document is not a Kubernetes object (a mapping with a non-empty
+/// string `apiVersion` and `kind`), in kubectl's words where it has them
+/// ("apiVersion not set"); `None` when it is one.
+pub fn object_problem(value: &Value) -> Option<String> {
+    fn what(value: &Value) -> &'static str {
+        match value {
+            Value::Null => "null",
+            Value::Bool(_) => "a boolean",
+            Value::Number(_) => "a number",
+            Value::String(_) => "a string",
+            Value::Array(_) => "a list",
+            Value::Object(_) => "a mapping",
+        }
+    }
+    let Value::Object(fields) = value else {
+        return Some(format!("the document is {}, not a mapping", what(value)));
+    };
+    let field = |name: &str| match fields.get(name) {
+        None | Some(Value::Null) => Some(format!("{name} not set")),
+        Some(Value::String(text)) if text.is_empty() => Some(format!("{name} not set")),
+        Some(Value::String(_)) => None,
+        Some(other) => Some(format!("{name} is {}, not a string", what(other))),
+    };
+    let problems: Vec<String> = [field("apiVersion"), field("kind")]
+        .into_iter()
+        .flatten()
+        .collect();
+    (!problems.is_empty()).then(|| problems.join(", "))
+}
+
+/// Whether `file` is a kustomization by its name, as kustomize finds one
+/// (an `apiVersion` is optional there): skipped, never said.
+fn is_kustomization_file(file: &str) -> bool {
+    std::path::Path::new(file)
+        .file_name()
+        .and_then(|name| name.to_str())
+        .is_some_and(|name| {
+            ["kustomization.yaml", "kustomization.yml", "Kustomization"].contains(&name)
+        })
 }
 
 /// Whether a document is kustomize configuration (`kustomize.config.k8s.io`:
@@ -529,6 +603,52 @@ fn is_kustomize_document(value: &Value) -> bool {
 }
 
 impl Repository {
+    /// The documents that are not Kubernetes objects, as errors (category
+    /// load): those of files named on the command line or standard input
+    /// always (an explicit input has no excuse to be something else), those
+    /// found in a directory only when `strict`.
+    pub fn not_object_findings(&self, strict: bool) -> Vec<Finding> {
+        self.not_objects
+            .iter()
+            .filter(|d| d.named || strict)
+            .map(|d| Finding {
+                category: Category::Load,
+                origin: d.origin.clone(),
+                subject: None,
+                message: format!("not a Kubernetes object: {}", d.problem),
+                analysis: None,
+            })
+            .collect()
+    }
+
+    /// One line per file found in a directory that holds documents which are
+    /// not Kubernetes objects: the file, and each document skipped with why.
+    pub fn skipped_notes(&self) -> Vec<String> {
+        let mut files: Vec<(&str, Vec<String>)> = Vec::new();
+        for d in self.not_objects.iter().filter(|d| !d.named) {
+            let why = match (d.origin.document, d.origin.item) {
+                (Some(document), Some(item)) => {
+                    format!("document {document}, item {item}: {}", d.problem)
+                }
+                (Some(document), None) => format!("document {document}: {}", d.problem),
+                _ => d.problem.clone(),
+            };
+            match files.iter_mut().find(|(file, _)| *file == d.origin.file) {
+                Some((_, reasons)) => reasons.push(why),
+                None => files.push((&d.origin.file, vec![why])),
+            }
+        }
+        files
+            .into_iter()
+            .map(|(file, reasons)| {
+                format!(
+                    "{file}: skipped what is not a Kubernetes object: {}",
+                    reasons.join("; ")
+                )
+            })
+            .collect()
+    }
+
     /// Which kinds are namespaced: the built-in kinds, those listed in the
     /// `api_resources` files (`kubectl api-resources` output), then those
     /// of the CRDs among the inputs, each later source winning; and a

@@ -30,8 +30,10 @@ use crate::load::{self, namespace_name};
 /// or `helm template`): a document whose apiVersion is in a mutation group
 /// (`mutations.sartor.dev`, `mutations.gatekeeper.sh`) is a mutator, used
 /// and not printed; an `expansion.gatekeeper.sh` ExpansionTemplate is used
-/// by --expand and not printed; kustomize's files and documents that are not
-/// Kubernetes objects are skipped; every other document is an object.
+/// by --expand and not printed; kustomize's files are skipped, and so are
+/// documents found in a directory that are not Kubernetes objects (with a
+/// warning naming the file; an error under --strict, and always in a file
+/// named on the command line or on stdin); every other document is an object.
 /// Namespaces among the inputs serve namespaceSelectors and are objects too.
 /// Objects sartor never mutates (any `*.sartor.dev` group, Gatekeeper's
 /// policy groups, webhook and admission policy configurations) are printed
@@ -105,6 +107,12 @@ pub struct MutateArgs {
     /// `dataSource: Username`.
     #[arg(long, value_name = "NAME", default_value = "")]
     username: String,
+    /// A document found in a directory that is not a Kubernetes object (no
+    /// apiVersion or kind, not a mapping) is an error (exit 2) rather than
+    /// skipped with a warning. In a file named on the command line, or on
+    /// stdin, it is always an error.
+    #[arg(long)]
+    strict: bool,
     /// Objects to mutate: files, directories, or `-` for stdin.
     #[arg(value_name = "PATH")]
     inputs: Vec<String>,
@@ -153,11 +161,17 @@ pub fn run(args: &MutateArgs) -> anyhow::Result<Exit> {
     for error in repository
         .findings
         .iter()
+        .chain(&repository.not_object_findings(args.strict))
         .map(ToString::to_string)
         .chain(namespace_errors)
     {
         eprintln!("error: {error}");
         invalid = true;
+    }
+    if !args.strict {
+        for note in repository.skipped_notes() {
+            eprintln!("warning: {note} (--strict makes it an error)");
+        }
     }
     if invalid {
         return Ok(Exit::InvalidInput);

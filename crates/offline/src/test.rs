@@ -313,7 +313,9 @@ fn run_suite(file: &Path, run: Option<&str>) -> SuiteResult {
             .collect();
         return result;
     }
-    let (system, findings) = (repository.system, repository.findings);
+    let not_objects = repository.not_object_findings(false);
+    let (system, mut findings) = (repository.system, repository.findings);
+    findings.extend(not_objects);
     let namespaces = match read(&suite.namespaces.iter().map(relative).collect::<Vec<_>>()) {
         Ok(documents) => documents
             .into_iter()
@@ -480,19 +482,29 @@ fn run_case(case: &Case, dir: &Path, setting: &Setting<'_>) -> Result<(), String
     }
 }
 
-/// Reads the objects of a case: a file relative to the suite, or inline.
+/// Reads the objects of a case: a file relative to the suite, or inline;
+/// each must be a Kubernetes object.
 fn objects(objects: &Objects, dir: &Path) -> Result<Vec<Document>, String> {
-    match objects {
-        Objects::File(path) => read(&[dir.join(path).display().to_string()]),
-        Objects::Inline(value) => Ok(vec![Document {
+    let documents = match objects {
+        Objects::File(path) => read(&[dir.join(path).display().to_string()])?,
+        Objects::Inline(value) => vec![Document {
             origin: sartor_api::Origin {
                 file: "inline".into(),
                 document: Some(1),
                 item: None,
             },
             value: value.clone(),
-        }]),
+        }],
+    };
+    for document in &documents {
+        if let Some(problem) = load::object_problem(&document.value) {
+            return Err(format!(
+                "{}: not a Kubernetes object: {problem}",
+                document.origin
+            ));
+        }
     }
+    Ok(documents)
 }
 
 fn read(paths: &[String]) -> Result<Vec<Document>, String> {
