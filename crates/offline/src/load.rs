@@ -6,7 +6,7 @@ use std::fmt;
 use sartor_api::{
     Document, Input, LoadError, Loaded, LoadedProvider, LoadedTemplate, MutatorObject, Origin,
     Problem, api_group, is_expansion_template_document, is_mutator_document, is_provider_document,
-    mutators_from_documents, parse_mutator, read_documents, read_documents_with_stdin,
+    json_type, mutators_from_documents, parse_mutator, read_documents, read_documents_with_stdin,
     template_from_document, visit_documents,
 };
 use sartor_engine::analysis::gatekeeper::{self, Class};
@@ -559,24 +559,17 @@ pub fn visit_objects(
 /// string `apiVersion` and `kind`), in kubectl's words where it has them
 /// ("apiVersion not set"); `None` when it is one.
 pub fn object_problem(value: &Value) -> Option<String> {
-    fn what(value: &Value) -> &'static str {
-        match value {
-            Value::Null => "null",
-            Value::Bool(_) => "a boolean",
-            Value::Number(_) => "a number",
-            Value::String(_) => "a string",
-            Value::Array(_) => "a list",
-            Value::Object(_) => "a mapping",
-        }
-    }
     let Value::Object(fields) = value else {
-        return Some(format!("the document is {}, not a mapping", what(value)));
+        return Some(format!(
+            "the document is {}, not a mapping",
+            json_type(value)
+        ));
     };
     let field = |name: &str| match fields.get(name) {
         None | Some(Value::Null) => Some(format!("{name} not set")),
         Some(Value::String(text)) if text.is_empty() => Some(format!("{name} not set")),
         Some(Value::String(_)) => None,
-        Some(other) => Some(format!("{name} is {}, not a string", what(other))),
+        Some(other) => Some(format!("{name} is {}, not a string", json_type(other))),
     };
     let problems: Vec<String> = [field("apiVersion"), field("kind")]
         .into_iter()
