@@ -707,17 +707,22 @@ impl InClusterAudit {
                 "metadata": {"name": id.name},
                 "status": {"audit": {"wouldChange": count}},
             });
-            match api
-                .patch_status(&id.name, &params, &Patch::Apply(&body))
-                .await
-            {
-                Ok(_) => {
+            let patched = super::reports::bounded(
+                "patch",
+                api.patch_status(&id.name, &params, &Patch::Apply(&body)),
+            )
+            .await;
+            match patched {
+                Ok(Ok(_)) => {
                     written.insert(id.clone(), count);
                 }
-                Err(kube::Error::Api(status)) if status.code == 404 => {
+                Ok(Err(kube::Error::Api(status))) if status.code == 404 => {
                     written.insert(id.clone(), count);
                 }
-                Err(error) => {
+                Err(timed_out) => {
+                    tracing::warn!(mutator = %id, error = %timed_out, "cannot write the audit's count to the mutator's status; retried at the next scan");
+                }
+                Ok(Err(error)) => {
                     tracing::warn!(mutator = %id, %error, "cannot write the audit's count to the mutator's status; retried at the next scan");
                 }
             }

@@ -69,6 +69,27 @@ pub enum ReportsError {
     /// A write or list failed.
     #[error("writing the audit's reports: {}", super::api_message(.0, "patch"))]
     Write(kube::Error),
+    /// The API server did not answer a request in [`REQUEST_TIMEOUT`].
+    #[error(
+        "writing the audit's reports: the API server did not answer a {0} within {secs}s",
+        secs = REQUEST_TIMEOUT.as_secs()
+    )]
+    TimedOut(&'static str),
+}
+
+/// How long one request of the writer may take: a request the API server
+/// never answers (one sent as it restarts) must not hold the audit for the
+/// client's whole read timeout (295 s); the write is tried again instead.
+pub const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
+
+/// `request`, or [`ReportsError::TimedOut`] after [`REQUEST_TIMEOUT`].
+pub(super) async fn bounded<T>(
+    what: &'static str,
+    request: impl std::future::Future<Output = Result<T, kube::Error>>,
+) -> Result<Result<T, kube::Error>, ReportsError> {
+    tokio::time::timeout(REQUEST_TIMEOUT, request)
+        .await
+        .map_err(|_| ReportsError::TimedOut(what))
 }
 
 impl Reports {
@@ -270,7 +291,12 @@ impl ReportWriter {
                 continue;
             }
             let api = self.api(namespace.as_deref());
-            match api.patch(REPORT_NAME, &params, &Patch::Apply(report)).await {
+            match bounded(
+                "patch",
+                api.patch(REPORT_NAME, &params, &Patch::Apply(report)),
+            )
+            .await?
+            {
                 Ok(_) => {
                     self.written.insert(namespace, report.clone());
                 }
@@ -307,9 +333,8 @@ impl ReportWriter {
                 for (resource, cluster) in [(report_resource(), false), (cluster_resource(), true)]
                 {
                     let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &resource);
-                    let listed = api
-                        .list(&ListParams::default().labels(MANAGED))
-                        .await
+                    let listed = bounded("list", api.list(&ListParams::default().labels(MANAGED)))
+                        .await?
                         .map_err(written)?;
                     stale.extend(
                         listed
@@ -324,10 +349,12 @@ impl ReportWriter {
             }
         };
         for namespace in stale {
-            match self
-                .api(namespace.as_deref())
-                .delete(REPORT_NAME, &DeleteParams::default())
-                .await
+            match bounded(
+                "delete",
+                self.api(namespace.as_deref())
+                    .delete(REPORT_NAME, &DeleteParams::default()),
+            )
+            .await?
             {
                 Ok(_) => {}
                 Err(kube::Error::Api(status)) if status.code == 404 => {}
