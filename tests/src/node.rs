@@ -192,7 +192,20 @@ pub struct HostState {
     pub processes: Vec<String>,
     /// Records in /run/sartor-node of runs not yet undone.
     pub records: Vec<String>,
+    /// Which of the fixed paths the node's components (and buildah) write
+    /// whatever their configuration exist: the harness keeps them private.
+    pub fixed_paths: Vec<String>,
 }
+
+/// Paths a kubelet, containerd, libcni or buildah write on their own.
+const FIXED_PATHS: [&str; 6] = [
+    "/var/lib/kubelet",
+    "/var/lib/cni",
+    "/var/lib/containers",
+    "/var/lib/containerd",
+    "/run/containerd",
+    "/etc/cni",
+];
 
 /// The sysctls the kubelet writes (`tests/k8s/node` restores them).
 const KUBELET_SYSCTLS: [&str; 6] = [
@@ -268,6 +281,11 @@ impl HostState {
             mounts,
             processes,
             records: names("/run/sartor-node", &|n| n.ends_with(".record")),
+            fixed_paths: FIXED_PATHS
+                .iter()
+                .filter(|p| std::path::Path::new(p).exists())
+                .map(|p| (*p).to_string())
+                .collect(),
         }
     }
 }
