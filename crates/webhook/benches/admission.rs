@@ -7,13 +7,13 @@
 use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use sartor_api::{Input, load_mutators};
 use sartor_engine::{Mutator, System};
 use sartor_state::{Snapshot, Unlabelled};
-use sartor_webhook::{Metrics, Providers, Settings, Webhook};
+use sartor_webhook::{Deadline, Metrics, Providers, Settings, Webhook};
 
 fn webhook(mutators: &Path) -> Webhook {
     let loaded = load_mutators(&[Input::from_arg(&mutators.to_string_lossy())]);
@@ -39,6 +39,11 @@ fn webhook(mutators: &Path) -> Webhook {
     webhook
 }
 
+/// A fresh deadline as the install's mutating webhook gives one (1 s).
+fn deadline() -> Deadline {
+    Deadline::new(Instant::now(), Duration::from_secs(1))
+}
+
 fn admission(c: &mut Criterion) {
     let dir = std::env::temp_dir().join(format!("sartor-admission-bench-{}", std::process::id()));
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("load/make-load.py");
@@ -53,7 +58,7 @@ fn admission(c: &mut Criterion) {
     for set in ["empty", "typical", "heavy"] {
         let webhook = webhook(&dir.join(set));
         // Unlabelled never waits: the future is ready when first polled.
-        let mutate = || futures::executor::block_on(webhook.mutate(&body));
+        let mutate = || futures::executor::block_on(webhook.mutate(&body, &deadline()));
         assert_eq!(mutate().status, 200);
         group.bench_function(set, |b| b.iter(mutate));
     }

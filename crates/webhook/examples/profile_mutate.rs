@@ -14,13 +14,13 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use sartor_api::{Input, load_mutators};
 use sartor_engine::{Mutator, System};
 use sartor_state::{Snapshot, Unlabelled};
-use sartor_webhook::{Metrics, Providers, Settings, Webhook};
+use sartor_webhook::{Deadline, Metrics, Providers, Settings, Webhook};
 
 /// The allocator `sartor serve` uses.
 #[global_allocator]
@@ -61,8 +61,9 @@ fn main() -> anyhow::Result<()> {
     let body = std::fs::read(dir.join("review.json")).context("review.json")?;
     let mut bytes = 0;
     for _ in 0..calls {
+        let deadline = Deadline::new(Instant::now(), Duration::from_secs(1));
         // Unlabelled never waits: the future is ready when first polled.
-        let reply = futures::executor::block_on(webhook.mutate(&body));
+        let reply = futures::executor::block_on(webhook.mutate(&body, &deadline));
         bytes += reply.body.len();
     }
     println!("{calls} calls, {bytes} bytes answered");

@@ -3,6 +3,7 @@
 //! the request path reads it and never waits on an update.
 
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use sartor_api::{
@@ -18,6 +19,7 @@ use serde_json::Value;
 use sartor_state::{Lookup, MutatorCrd, Namespaces, Snapshot, State};
 
 use crate::metrics::{Metrics, Outcome};
+use crate::overload::Deadline;
 use crate::providers::{DEFAULT_PROVIDER_CACHE_TTL, Providers};
 use crate::review::{
     AdmissionRequest, AdmissionResponse, AdmissionReview, GroupVersionKind, ReviewError,
@@ -61,9 +63,8 @@ pub struct Settings {
     /// off by default like Gatekeeper's flag); otherwise at `debug`.
     pub log_mutations: bool,
     /// How long after a request arrives external data providers may still
-    /// be answering it (`--provider-deadline-ms`): below the mutating
-    /// webhook's `timeoutSeconds`, so sartor answers before the API server
-    /// gives up.
+    /// be answering it (`--provider-deadline-ms`), and never past the time
+    /// the request's answer is due ([`Deadline::answer_by`]).
     pub provider_deadline: Duration,
     /// How long an external data provider's answer for a key is reused
     /// (`--provider-cache-ttl`); zero: never.
@@ -317,9 +318,11 @@ impl Webhook {
         self.state.missing_crds()
     }
 
-    /// Answers a `/v1/mutate` body. Waits only when a mutator that may apply
-    /// needs the object's Namespace and the provider must fetch it.
-    pub async fn mutate(&self, body: &[u8]) -> Reply {
+    /// Answers a `/v1/mutate` body due by `deadline`. Waits only when a
+    /// mutator that may apply needs the object's Namespace and the provider
+    /// must fetch it, or asks external data; neither wait outlasts
+    /// [`Deadline::answer_by`].
+    pub async fn mutate(&self, body: &[u8], deadline: &Deadline) -> Reply {
         let started = Instant::now();
         let (version, mut request) = match AdmissionReview::parse(body) {
             Ok(parsed) => parsed,
@@ -340,10 +343,31 @@ impl Webhook {
         {
             Some(name) => match self.namespaces.lookup(name) {
                 Lookup::Found(namespace) => Some(namespace),
-                Lookup::Unknown => match self.namespaces.fetch(name).await {
-                    Lookup::Found(namespace) => Some(namespace),
-                    Lookup::Unknown => None,
-                },
+                // A fetch still going when the answer is due counts as a
+                // failed one: the mutation then fails per --on-error.
+                // Polled once first: a fetch that answers at once needs no
+                // timer (nor a tokio runtime).
+                Lookup::Unknown => {
+                    let mut fetch = self.namespaces.fetch(name);
+                    let fetched = match futures::poll!(fetch.as_mut()) {
+                        Poll::Ready(lookup) => Some(lookup),
+                        Poll::Pending => {
+                            let by = deadline.answer_by().into();
+                            tokio::time::timeout_at(by, fetch).await.ok()
+                        }
+                    };
+                    match fetched {
+                        Some(Lookup::Found(namespace)) => Some(namespace),
+                        Some(Lookup::Unknown) => None,
+                        None => {
+                            tracing::debug!(
+                                namespace = name,
+                                "namespace fetch outran the deadline"
+                            );
+                            None
+                        }
+                    }
+                }
             },
             None => None,
         };
@@ -375,8 +399,12 @@ impl Webhook {
         let answers;
         match &result {
             Ok(first) if first.unanswered => {
-                let deadline = started + self.settings.provider_deadline;
-                answers = self.providers.ask(&first.asks, deadline).await;
+                let by = deadline.answer_by();
+                let until = deadline
+                    .arrived()
+                    .checked_add(self.settings.provider_deadline)
+                    .map_or(by, |at| at.min(by));
+                answers = self.providers.ask(&first.asks, until).await;
                 result = system.mutate(&admission.clone().answers(&answers), object);
             }
             Ok(first) => self.providers.record_cache_hits(&first.asks),

@@ -2,7 +2,8 @@
 //! calls for every object it admits.
 //!
 //! ```text
-//!  TLS accept ─▶ HTTP/1.1 or HTTP/2 ─▶ body (≤ 3 MiB, timed) ─▶ AdmissionReview v1/v1beta1
+//!  TLS accept ─▶ HTTP/1.1 or HTTP/2 ─▶ deadline (?timeout=) ─▶ body (≤ 3 MiB, by the deadline)
+//!    ─▶ a slot (bounded, queued by the deadline; else 503 at once) ─▶ AdmissionReview v1/v1beta1
 //!    ─▶ skip rules ─▶ Namespace from the provider ─▶ current System snapshot ─▶ mutate
 //!    ─▶ RFC 6902 patch of original vs mutated ─▶ AdmissionResponse ─▶ metrics + log line
 //! ```
@@ -22,12 +23,12 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use std::time::Duration;
+//! use std::time::{Duration, Instant};
 //!
 //! use base64::Engine as _;
 //! use sartor_engine::{Mutator, System};
 //! use sartor_state::{Snapshot, Unlabelled};
-//! use sartor_webhook::{Metrics, Providers, Settings, Webhook};
+//! use sartor_webhook::{Deadline, Metrics, Providers, Settings, Webhook};
 //! use serde_json::{Value, json};
 //!
 //! // One Assign, published as the controller would.
@@ -52,7 +53,9 @@
 //!                 "kind": {"group": "", "version": "v1", "kind": "Pod"},
 //!                 "object": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web"},
 //!                            "spec": {"containers": [{"name": "app", "image": "nginx"}]}}}});
-//! let reply = futures::executor::block_on(webhook.mutate(review.to_string().as_bytes()));
+//! // Due within the API server's timeout for this call (`?timeout=1s`).
+//! let deadline = Deadline::new(Instant::now(), Duration::from_secs(1));
+//! let reply = futures::executor::block_on(webhook.mutate(review.to_string().as_bytes(), &deadline));
 //! assert_eq!(reply.status, 200);
 //! let answer: Value = serde_json::from_slice(&reply.body)?;
 //! assert_eq!(answer["response"]["uid"], "42");
@@ -68,6 +71,7 @@
 
 pub mod admission;
 pub mod metrics;
+pub mod overload;
 pub mod providers;
 pub mod review;
 mod routes;
@@ -75,7 +79,8 @@ pub mod server;
 pub mod tls;
 
 pub use admission::{OnError, Reply, Settings, Webhook};
-pub use metrics::{Endpoint, Metrics, Outcome, ProviderCall};
+pub use metrics::{Endpoint, Metrics, Outcome, ProviderCall, Shed};
+pub use overload::{Deadline, parse_go_duration};
 pub use providers::Providers;
 pub use server::{Config, Limits, MAX_BODY_BYTES, ServeError, Server};
 pub use tls::{Certificate, TlsError, TlsFiles};

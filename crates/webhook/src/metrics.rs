@@ -10,6 +10,10 @@
 //! | `sartor_provider_requests_total` | counter | `provider`, `result` (`ok`, `invalid`, `error`, `timeout`, `busy`) |
 //! | `sartor_provider_request_duration_seconds` | histogram | `provider` |
 //! | `sartor_provider_cache_lookups_total` | counter | `provider`, `result` (`hit`, `miss`) |
+//! | `sartor_admission_shed_total` | counter | `endpoint`, `reason` ([`Shed`]) |
+//! | `sartor_admission_in_flight` | gauge | |
+//! | `sartor_admission_queued` | gauge | |
+//! | `sartor_admission_queue_wait_seconds` | histogram | |
 
 use std::collections::HashMap;
 use std::sync::RwLock;
@@ -21,6 +25,7 @@ use prometheus_client::encoding::text::encode;
 use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 use sartor_engine::MutatorId;
@@ -87,6 +92,29 @@ pub enum Outcome {
     NotReady,
     /// A probe answered 200.
     Ok,
+    /// Answered early (503) under overload or past the deadline, unmutated,
+    /// so the API server applies the webhook's failurePolicy; why is
+    /// counted in `sartor_admission_shed_total` ([`Shed`]).
+    Shed,
+}
+
+/// Why an admission request was answered early (`crate::overload`): the
+/// `reason` label of `sartor_admission_shed_total`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Shed {
+    /// Every slot taken and the queue full: shed on arrival.
+    QueueFull,
+    /// No slot came free before the deadline (less the margin), or none
+    /// was left on arrival.
+    Deadline,
+    /// The body was still arriving at the deadline.
+    SlowBody,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ShedLabels {
+    endpoint: Endpoint,
+    reason: Shed,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -185,6 +213,7 @@ impl Outcome {
             Outcome::NotFound => "not_found",
             Outcome::NotReady => "not_ready",
             Outcome::Ok => "ok",
+            Outcome::Shed => "shed",
         }
     }
 }
@@ -196,6 +225,31 @@ impl fmt::Display for Outcome {
 }
 
 impl EncodeLabelValue for Outcome {
+    fn encode(&self, encoder: &mut LabelValueEncoder<'_>) -> fmt::Result {
+        encoder.write_str(self.as_str())
+    }
+}
+
+// === impl Shed ===
+
+impl Shed {
+    /// The label value: `queue_full`, `deadline` or `slow_body`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Shed::QueueFull => "queue_full",
+            Shed::Deadline => "deadline",
+            Shed::SlowBody => "slow_body",
+        }
+    }
+}
+
+impl fmt::Display for Shed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl EncodeLabelValue for Shed {
     fn encode(&self, encoder: &mut LabelValueEncoder<'_>) -> fmt::Result {
         encoder.write_str(self.as_str())
     }
@@ -219,6 +273,10 @@ pub struct Metrics {
     provider_calls: Family<ProviderResultLabels, Counter>,
     provider_latency: Family<ProviderLabels, Histogram, fn() -> Histogram>,
     provider_cache: Family<ProviderResultLabels, Counter>,
+    shed: Family<ShedLabels, Counter>,
+    in_flight: Gauge,
+    queued: Gauge,
+    queue_wait: Histogram,
 }
 
 impl Default for Metrics {
@@ -289,7 +347,35 @@ impl Metrics {
             "Keys looked up in the external data cache, by provider and result (hit, miss)",
             provider_cache.clone(),
         );
+        let shed = Family::<ShedLabels, Counter>::default();
+        registry.register(
+            "admission_shed",
+            "Admission requests answered early (503) under overload or past their deadline, by endpoint and reason (queue_full, deadline, slow_body)",
+            shed.clone(),
+        );
+        let in_flight = Gauge::default();
+        registry.register(
+            "admission_in_flight",
+            "Admission requests holding a slot (--max-in-flight) now",
+            in_flight.clone(),
+        );
+        let queued = Gauge::default();
+        registry.register(
+            "admission_queued",
+            "Admission requests waiting for a slot now (--max-queued at most)",
+            queued.clone(),
+        );
+        let queue_wait = Histogram::new(LATENCY_BUCKETS);
+        registry.register(
+            "admission_queue_wait_seconds",
+            "Time admission requests waited for a slot, of those that got one (0 for most)",
+            queue_wait.clone(),
+        );
         Metrics {
+            shed,
+            in_flight,
+            queued,
+            queue_wait,
             provider_calls,
             provider_latency,
             provider_cache,
@@ -369,6 +455,32 @@ impl Metrics {
 fn result(ok: bool) -> ResultLabels {
     ResultLabels {
         result: if ok { "ok" } else { "error" },
+    }
+}
+
+// === impl Metrics: overload ===
+
+impl Metrics {
+    /// Counts one request answered early.
+    pub fn record_shed(&self, endpoint: Endpoint, reason: Shed) {
+        self.shed
+            .get_or_create(&ShedLabels { endpoint, reason })
+            .inc();
+    }
+
+    /// Records how long a request waited for its slot.
+    pub fn record_queue_wait(&self, took: Duration) {
+        self.queue_wait.observe(took.as_secs_f64());
+    }
+
+    /// The requests holding a slot.
+    pub(crate) fn in_flight(&self) -> &Gauge {
+        &self.in_flight
+    }
+
+    /// The requests waiting for a slot.
+    pub(crate) fn queued(&self) -> &Gauge {
+        &self.queued
     }
 }
 

@@ -1,6 +1,8 @@
 //! Routing and the small handlers: which path goes to which handler, and
 //! the answers of `/metrics`, `/healthz` and `/readyz`. Admission itself is
-//! [`Webhook`]'s; accepting, TLS and limits are [`crate::server`]'s.
+//! [`Webhook`]'s; accepting, TLS and limits are [`crate::server`]'s; the
+//! deadline, the slots and the early answer are [`crate::overload`]'s.
+//! Probes and metrics never wait for a slot and are never shed.
 //!
 //! | port | path | method | answer |
 //! |---|---|---|---|
@@ -20,16 +22,19 @@ use hyper::{Method, Request, Response, StatusCode};
 use sartor_state::MutatorCrd;
 
 use crate::admission::{Reply, Webhook, internal_error};
-use crate::metrics::{Endpoint, Outcome};
+use crate::metrics::{Endpoint, Outcome, Shed};
+use crate::overload::{Deadline, Gate};
 use crate::server::{BodyError, Limits, read_body};
 
 /// Every answer is small and whole.
 type Body = Full<Bytes>;
 
 /// The admission port: `/v1/mutate` and `/v1/validate`, then the probes.
+/// Called once the request's headers are in: its deadline counts from now.
 pub(crate) async fn admission(
     request: Request<Incoming>,
     webhook: Arc<Webhook>,
+    gate: Arc<Gate>,
     limits: Limits,
 ) -> Result<Response<Body>, Infallible> {
     let started = Instant::now();
@@ -41,10 +46,10 @@ pub(crate) async fn admission(
     if request.method() != Method::POST {
         return Ok(method_not_allowed("POST"));
     }
-    let reply = match read_body(request, &limits).await {
-        Ok(body) if endpoint == Endpoint::Mutate => guard(webhook.mutate(&body)).await,
-        Ok(body) => guard(async { webhook.validate(&body) }).await,
-        Err(error) => body_error(&error, &limits),
+    let deadline = Deadline::from_query(started, request.uri().query(), limits.request_timeout);
+    let reply = match answer(request, endpoint, &webhook, &gate, &limits, &deadline).await {
+        Ok(reply) => reply,
+        Err(reason) => gate.shed(endpoint, reason, &deadline),
     };
     webhook
         .metrics()
@@ -52,7 +57,30 @@ pub(crate) async fn admission(
     Ok(response(reply))
 }
 
-/// The answer to a body that was not read whole.
+/// The body, read by the deadline, then a slot, then the handler; or why
+/// the request is shed.
+async fn answer(
+    request: Request<Incoming>,
+    endpoint: Endpoint,
+    webhook: &Webhook,
+    gate: &Gate,
+    limits: &Limits,
+    deadline: &Deadline,
+) -> Result<Reply, Shed> {
+    // Read before a slot is taken: a slow client holds no slot.
+    let body = match read_body(request, limits, deadline).await {
+        Ok(body) => body,
+        Err(BodyError::Late) => return Err(Shed::SlowBody),
+        Err(error) => return Ok(body_error(&error, limits)),
+    };
+    let _slot = gate.enter(deadline).await?;
+    Ok(match endpoint {
+        Endpoint::Mutate => guard(webhook.mutate(&body, deadline)).await,
+        Endpoint::Validate => guard(async { webhook.validate(&body) }).await,
+    })
+}
+
+/// The answer to a body that was not read whole (except in time: shed).
 fn body_error(error: &BodyError, limits: &Limits) -> Reply {
     match error {
         BodyError::TooLarge => text_reply(
@@ -65,7 +93,7 @@ fn body_error(error: &BodyError, limits: &Limits) -> Reply {
             format!("reading the request body: {error}"),
             Outcome::Aborted,
         ),
-        BodyError::Timeout => text_reply(
+        BodyError::Timeout | BodyError::Late => text_reply(
             408,
             format!(
                 "the request body did not arrive within {:?}",

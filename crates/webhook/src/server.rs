@@ -1,12 +1,13 @@
 //! The transport: a TLS listener for admission (HTTP/1.1 and HTTP/2), a
 //! plain-HTTP listener for metrics and probes, limits on everything a client
 //! controls, certificate reloads and graceful shutdown. Which path is
-//! answered how is [`crate::routes`]' job.
+//! answered how is [`crate::routes`]' job; the deadline and the bound on
+//! requests at once are [`crate::overload`]'s.
 
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use http_body_util::{BodyExt as _, LengthLimitError, Limited};
 use hyper::Request;
@@ -21,13 +22,15 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::TlsAcceptor;
 
 use crate::admission::Webhook;
+use crate::overload::{DEFAULT_REQUEST_TIMEOUT, Deadline, Gate, default_max_in_flight};
 use crate::routes;
 use crate::tls::{Certificate, TlsError, TlsFiles};
 
 /// The API server's own request size limit; larger bodies get 413.
 pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
 
-/// Bounds on what a client can make the server wait for or hold.
+/// Bounds on what a client can make the server wait for or hold, and on
+/// the admission work it takes on at once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
     /// Largest request body accepted.
@@ -42,6 +45,17 @@ pub struct Limits {
     pub shutdown_grace: Duration,
     /// How often the certificate files are checked for changes.
     pub tls_reload_interval: Duration,
+    /// How long the API server waits for an answer when the request does
+    /// not say (`?timeout=`, which it writes on every call); sartor answers
+    /// every admission request before its deadline
+    /// ([`crate::overload::Deadline`]).
+    pub request_timeout: Duration,
+    /// Admission requests worked on at once (bodies read, slot taken); more
+    /// wait for a slot. Probes and metrics never take one.
+    pub max_in_flight: usize,
+    /// Admission requests waiting for a slot at most; one more is answered
+    /// early at once (503), as is one whose deadline comes while it waits.
+    pub max_queued: usize,
 }
 
 impl Default for Limits {
@@ -54,6 +68,11 @@ impl Default for Limits {
             // Under Kubernetes' default 30 s termination grace period.
             shutdown_grace: Duration::from_secs(20),
             tls_reload_interval: Duration::from_secs(2),
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            max_in_flight: default_max_in_flight(),
+            // As many waiting as working: a burst of twice the limit waits
+            // (within its deadline); beyond that, queueing only adds latency.
+            max_queued: default_max_in_flight(),
         }
     }
 }
@@ -172,10 +191,16 @@ impl Server {
             .timer(TokioTimer::new())
             .max_concurrent_streams(256);
         let graceful = GracefulShutdown::new();
+        let gate = Arc::new(Gate::new(
+            limits.max_in_flight,
+            limits.max_queued,
+            webhook.metrics().clone(),
+        ));
         let connection = |peer| Connection {
             builder: builder.clone(),
             watcher: graceful.watcher(),
             webhook: webhook.clone(),
+            gate: gate.clone(),
             limits,
             peer,
         };
@@ -250,6 +275,7 @@ struct Connection {
     builder: auto::Builder<TokioExecutor>,
     watcher: Watcher,
     webhook: Arc<Webhook>,
+    gate: Arc<Gate>,
     limits: Limits,
     peer: SocketAddr,
 }
@@ -301,9 +327,11 @@ impl Connection {
                 }
             };
         let webhook = self.webhook.clone();
+        let gate = self.gate.clone();
         let limits = self.limits;
-        let service =
-            service_fn(move |request| routes::admission(request, webhook.clone(), limits));
+        let service = service_fn(move |request| {
+            routes::admission(request, webhook.clone(), gate.clone(), limits)
+        });
         let connection = self
             .builder
             .serve_connection(TokioIo::new(tls), service)
@@ -334,14 +362,19 @@ pub(crate) enum BodyError {
     TooLarge,
     /// It did not arrive within [`Limits::body_read_timeout`].
     Timeout,
+    /// It was still arriving when the request's answer was due
+    /// ([`Deadline::answer_by`]), before [`Limits::body_read_timeout`].
+    Late,
     /// The connection failed while it was read.
     Aborted(Box<dyn std::error::Error + Send + Sync>),
 }
 
-/// Reads the whole body within the size and time limits.
+/// Reads the whole body within the size and time limits, and by the time
+/// the request's answer is due.
 pub(crate) async fn read_body(
     request: Request<Incoming>,
     limits: &Limits,
+    deadline: &Deadline,
 ) -> Result<Bytes, BodyError> {
     let declared = request
         .headers()
@@ -352,12 +385,17 @@ pub(crate) async fn read_body(
         return Err(BodyError::TooLarge);
     }
     let body = Limited::new(request.into_body(), limits.max_body_bytes);
-    match tokio::time::timeout(limits.body_read_timeout, body.collect()).await {
+    let read_by = Instant::now()
+        .checked_add(limits.body_read_timeout)
+        .map_or(deadline.answer_by(), |at| at.min(deadline.answer_by()));
+    let late = read_by == deadline.answer_by();
+    match tokio::time::timeout_at(read_by.into(), body.collect()).await {
         Ok(Ok(collected)) => Ok(collected.to_bytes()),
         Ok(Err(error)) if error.downcast_ref::<LengthLimitError>().is_some() => {
             Err(BodyError::TooLarge)
         }
         Ok(Err(error)) => Err(BodyError::Aborted(error)),
+        Err(_) if late => Err(BodyError::Late),
         Err(_) => Err(BodyError::Timeout),
     }
 }

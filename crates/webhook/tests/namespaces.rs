@@ -12,12 +12,12 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use sartor_api::{mutators_from_documents, read_documents_from_str};
 use sartor_engine::{Mutator, System};
 use sartor_state::{Lookup, Namespaces, Snapshot};
-use sartor_webhook::{Metrics, Providers, Settings, Webhook};
+use sartor_webhook::{Deadline, Metrics, Providers, Settings, Webhook};
 use serde_json::{Value, json};
 
 /// Knows `labelled` in memory once fetched; records every question.
@@ -102,7 +102,9 @@ fn patch(webhook: &Webhook) -> Value {
                     "object": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web"},
                                "spec": {"containers": [{"name": "app", "image": "nginx"}]}}},
     });
-    let reply = futures::executor::block_on(webhook.mutate(review.to_string().as_bytes()));
+    let deadline = Deadline::new(Instant::now(), Duration::from_secs(1));
+    let reply =
+        futures::executor::block_on(webhook.mutate(review.to_string().as_bytes(), &deadline));
     assert_eq!(reply.status, 200);
     let answer: Value = serde_json::from_slice(&reply.body).unwrap();
     let patch = answer["response"]["patch"].as_str().expect("a patch");

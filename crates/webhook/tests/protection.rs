@@ -10,13 +10,13 @@
 )]
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use sartor_api::{mutators_from_documents, read_documents_from_str};
 use sartor_engine::{Mutator, System};
 use sartor_state::{Snapshot, Unlabelled};
-use sartor_webhook::{Metrics, Outcome, Providers, Settings, Webhook};
+use sartor_webhook::{Deadline, Metrics, Outcome, Providers, Settings, Webhook};
 use serde_json::{Value, json};
 
 /// An AssignMetadata that matches every object of every kind.
@@ -82,7 +82,12 @@ fn review(operation: &str, resource: &str, object: &Value) -> Vec<u8> {
 
 /// (HTTP status, the answer as JSON, the outcome).
 async fn answer(webhook: &Webhook, body: &[u8]) -> (u16, Value, Outcome) {
-    let reply = webhook.mutate(body).await;
+    let reply = webhook
+        .mutate(
+            body,
+            &Deadline::new(Instant::now(), Duration::from_secs(10)),
+        )
+        .await;
     let answer = serde_json::from_slice(&reply.body).unwrap();
     (reply.status, answer, reply.outcome)
 }
