@@ -13,13 +13,12 @@ mod logs;
 mod signal;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::Context as _;
 use prometheus_client::registry::Registry;
 use sartor_controller::Feed;
 use sartor_state::Namespaces;
-use sartor_webhook::{Config, Limits, Metrics, Providers, Server, TlsFiles, Webhook};
+use sartor_webhook::{Config, Metrics, Providers, Server, TlsFiles, Webhook};
 
 pub use self::args::ServeArgs;
 use sartor_offline::Exit;
@@ -84,15 +83,14 @@ async fn bind(args: &ServeArgs, tls: TlsFiles, webhook: Arc<Webhook>) -> anyhow:
         addr: args.addr,
         metrics_addr: args.metrics_addr,
         tls,
-        limits: Limits {
-            tls_reload_interval: Duration::from_millis(args.poll_interval_ms),
-            ..Limits::default()
-        },
+        limits: args.limits(),
     };
     let server = Server::bind(&config, webhook).await?;
     tracing::info!(
         addr = %server.addr(),
         metrics_addr = %server.metrics_addr(),
+        max_in_flight = config.limits.max_in_flight,
+        max_queued = config.limits.max_queued,
         "listening"
     );
     Ok(server)

@@ -3,10 +3,11 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 use sartor_api::Wildcard;
-use sartor_webhook::{OnError, Settings, TlsFiles};
+use sartor_webhook::{Limits, OnError, Settings, TlsFiles};
 
 /// Serve the mutating admission webhook.
 ///
@@ -152,12 +153,31 @@ pub struct ServeArgs {
     #[arg(long, value_enum, default_value_t = OnError::Allow)]
     pub(super) on_error: OnError,
     /// How long after an admission request arrives external data providers
-    /// may still be answering it, in milliseconds; keep it below the
-    /// mutating webhook's timeoutSeconds (1 s in the install) so sartor
-    /// answers, per each mutator's failurePolicy, before the API server
-    /// gives up. A provider's own `timeout` can only shorten it.
+    /// may still be answering it, in milliseconds, so that sartor answers
+    /// per each mutator's failurePolicy; never past the time the request's
+    /// answer is due (see --request-timeout), and a provider's own
+    /// `timeout` can only shorten it.
     #[arg(long, value_name = "MS", default_value_t = 800, value_parser = clap::value_parser!(u64).range(1..))]
     pub(super) provider_deadline_ms: u64,
+    /// How long the API server waits for an answer when a request does not
+    /// say, as a Go duration (`10s`, `1m0s`, `500ms`): the API server writes
+    /// its webhook's timeoutSeconds on every call (`?timeout=1s`; the
+    /// install's is 1 s for /v1/mutate and 3 s for /v1/validate), so this
+    /// is for other callers. sartor answers every admission request 100 ms
+    /// (or a tenth of its timeout, if less) before its deadline: when it
+    /// cannot (no slot free in time, the body still arriving), with a 503
+    /// that makes the API server apply the webhook's failurePolicy.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    pub(super) request_timeout: Duration,
+    /// Admission requests worked on at once; more wait for a slot (probes
+    /// and /metrics never do) [default: 64 per available core, 64 to 1024].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub(super) max_in_flight: Option<u64>,
+    /// Admission requests waiting for a slot at most, each only until its
+    /// deadline; more are answered at once with a 503 (0: none wait)
+    /// [default: as --max-in-flight].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
+    pub(super) max_queued: Option<u64>,
     /// How long an external data provider's answer for a key is reused, in
     /// seconds (0: ask every time). Gatekeeper's cache has the same default,
     /// but its mutation does not use it.
@@ -203,6 +223,22 @@ impl ServeArgs {
         }
     }
 
+    /// The limits from the flags; the rest as [`Limits::default`].
+    pub(super) fn limits(&self) -> Limits {
+        let defaults = Limits::default();
+        let count = |flag: Option<u64>, default: usize| {
+            flag.map_or(default, |n| usize::try_from(n).unwrap_or(usize::MAX))
+        };
+        let max_in_flight = count(self.max_in_flight, defaults.max_in_flight);
+        Limits {
+            tls_reload_interval: Duration::from_millis(self.poll_interval_ms),
+            request_timeout: self.request_timeout,
+            max_in_flight,
+            max_queued: count(self.max_queued, max_in_flight),
+            ..defaults
+        }
+    }
+
     /// The skip rules and error policy from the flags.
     pub(super) fn settings(&self) -> Settings {
         let mut settings = Settings::new(&self.namespace, &self.service_account);
@@ -216,4 +252,10 @@ impl ServeArgs {
         settings.provider_cache_ttl = std::time::Duration::from_secs(self.provider_cache_ttl);
         settings
     }
+}
+
+/// A Go duration, as the API server writes `?timeout=` (`10s`, `1m0s`).
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    sartor_webhook::parse_go_duration(text)
+        .ok_or_else(|| format!("not a duration: {text:?} (write it as 10s, 1m0s or 500ms)"))
 }
