@@ -56,6 +56,16 @@ pub fn default_max_in_flight() -> usize {
     cores.saturating_mul(64).clamp(64, 1024)
 }
 
+/// The default [`crate::Limits::max_queued`]: eight times
+/// [`default_max_in_flight`] (512 per core). The deadline bounds how long a
+/// request waits; this bounds how many wait, so memory (each holds its body)
+/// and, at one core's 10,000 to 25,000 typical admissions a second, the wait
+/// at its full length to tens of milliseconds. A burst of a few hundred
+/// requests waits rather than being shed.
+pub fn default_max_queued() -> usize {
+    default_max_in_flight().saturating_mul(8)
+}
+
 // === Deadline ===
 
 /// When the API server stops waiting for one request's answer, and the
@@ -244,17 +254,19 @@ impl Gate {
     /// [`Deadline::answer_by`] at the latest.
     ///
     /// # Errors
-    /// [`Shed::QueueFull`] when every slot is taken and the queue is full;
-    /// [`Shed::Deadline`] when no slot came free in time.
+    /// [`Shed::Deadline`] when the answer is due already (the request waited
+    /// for the runtime, or for its body, until then) or no slot came free in
+    /// time; [`Shed::QueueFull`] when every slot is taken and the queue is
+    /// full.
     pub(crate) async fn enter(&self, deadline: &Deadline) -> Result<Slot<'_>, Shed> {
         let waited = Instant::now();
+        let by = deadline.answer_by();
+        if waited >= by {
+            return Err(Shed::Deadline);
+        }
         let permit = match self.slots.try_acquire() {
             Ok(permit) => permit,
             Err(_) => {
-                let by = deadline.answer_by();
-                if waited >= by {
-                    return Err(Shed::Deadline);
-                }
                 let max = self.max_queued;
                 if self
                     .queued
@@ -303,12 +315,12 @@ pub(crate) fn early_answer(
 ) -> Reply {
     let why = match reason {
         Shed::QueueFull => format!(
-            "sartor is overloaded: {max_in_flight} admission requests in flight and \
-             {max_queued} waiting"
+            "sartor is overloaded: every slot busy (--max-in-flight {max_in_flight}) and the \
+             queue full (--max-queued {max_queued})"
         ),
         Shed::Deadline => format!(
-            "sartor is overloaded: no free slot of {max_in_flight} before the request's \
-             deadline ({:?} after it arrived, less {:?} for the answer)",
+            "sartor is overloaded: no slot came free (--max-in-flight {max_in_flight}) before \
+             the request's deadline ({:?} after it arrived, less {:?} for the answer)",
             deadline.timeout(),
             deadline.margin()
         ),
@@ -470,9 +482,12 @@ mod tests {
         let later = Deadline::new(Instant::now(), Duration::from_secs(10));
         let (got, ()) = tokio::join!(gate.enter(&later), async { drop(held) });
         assert!(got.is_ok());
-        // No time left: shed at once, without queueing.
+        // No time left: shed at once, without queueing, and even with a
+        // slot free.
         let past = Deadline::new(now, Duration::ZERO);
         assert_eq!(gate.enter(&past).await.map(|_| ()), Err(Shed::Deadline));
+        let free = Gate::new(1, 1, Arc::new(Metrics::new()));
+        assert_eq!(free.enter(&past).await.map(|_| ()), Err(Shed::Deadline));
         let text = gate.metrics.render();
         assert!(text.contains("sartor_admission_in_flight 1\n"), "{text}");
         assert!(text.contains("sartor_admission_queued 0\n"), "{text}");
@@ -485,9 +500,9 @@ mod tests {
         assert_eq!((reply.status, reply.outcome), (503, Outcome::Shed));
         assert_eq!(
             String::from_utf8_lossy(&reply.body),
-            "sartor is overloaded: no free slot of 64 before the request's deadline (1s after \
-             it arrived, less 100ms for the answer); answered early and unmutated, so the API \
-             server applies the webhook's failurePolicy\n"
+            "sartor is overloaded: no slot came free (--max-in-flight 64) before the request's \
+             deadline (1s after it arrived, less 100ms for the answer); answered early and \
+             unmutated, so the API server applies the webhook's failurePolicy\n"
         );
     }
 }

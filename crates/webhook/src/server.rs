@@ -22,7 +22,9 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::TlsAcceptor;
 
 use crate::admission::Webhook;
-use crate::overload::{DEFAULT_REQUEST_TIMEOUT, Deadline, Gate, default_max_in_flight};
+use crate::overload::{
+    DEFAULT_REQUEST_TIMEOUT, Deadline, Gate, default_max_in_flight, default_max_queued,
+};
 use crate::routes;
 use crate::tls::{Certificate, TlsError, TlsFiles};
 
@@ -70,9 +72,7 @@ impl Default for Limits {
             tls_reload_interval: Duration::from_secs(2),
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             max_in_flight: default_max_in_flight(),
-            // As many waiting as working: a burst of twice the limit waits
-            // (within its deadline); beyond that, queueing only adds latency.
-            max_queued: default_max_in_flight(),
+            max_queued: default_max_queued(),
         }
     }
 }

@@ -175,7 +175,7 @@ pub struct ServeArgs {
     pub(super) max_in_flight: Option<u64>,
     /// Admission requests waiting for a slot at most, each only until its
     /// deadline; more are answered at once with a 503 (0: none wait)
-    /// [default: as --max-in-flight].
+    /// [default: 8 times --max-in-flight].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
     pub(super) max_queued: Option<u64>,
     /// How long an external data provider's answer for a key is reused, in
@@ -234,7 +234,7 @@ impl ServeArgs {
             tls_reload_interval: Duration::from_millis(self.poll_interval_ms),
             request_timeout: self.request_timeout,
             max_in_flight,
-            max_queued: count(self.max_queued, max_in_flight),
+            max_queued: count(self.max_queued, max_in_flight.saturating_mul(8)),
             ..defaults
         }
     }
