@@ -25,6 +25,8 @@ use serde_json::{Value, json};
 mod churn;
 #[path = "serve/external_data.rs"]
 mod external_data;
+#[path = "serve/overload.rs"]
+mod overload;
 
 const ALWAYS_PULL: &str = r#"
 apiVersion: mutations.sartor.dev/v1

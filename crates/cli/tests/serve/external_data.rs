@@ -15,7 +15,7 @@ use super::{Served, temp_dir};
 
 /// An Assign of every container's image from `provider`, for Pods in
 /// namespace `namespace`, with `policy`.
-fn images(name: &str, provider: &str, policy: &str, namespace: &str) -> String {
+pub(super) fn images(name: &str, provider: &str, policy: &str, namespace: &str) -> String {
     format!(
         "apiVersion: mutations.gatekeeper.sh/v1beta1\nkind: Assign\nmetadata:\n  name: {name}\n\
          spec:\n  applyTo:\n  - groups: [\"\"]\n    kinds: [Pod]\n    versions: [v1]\n  \
@@ -26,7 +26,7 @@ fn images(name: &str, provider: &str, policy: &str, namespace: &str) -> String {
     )
 }
 
-fn pod(namespace: &str, images: &[&str]) -> Value {
+pub(super) fn pod(namespace: &str, images: &[&str]) -> Value {
     let containers: Vec<Value> = images
         .iter()
         .enumerate()
@@ -65,7 +65,7 @@ impl Served {
         response["status"]["message"].as_str().unwrap().to_string()
     }
 
-    async fn metrics(&self) -> String {
+    pub(super) async fn metrics(&self) -> String {
         https::http_get(self.metrics_addr, "/metrics")
             .await
             .unwrap()
