@@ -25,24 +25,7 @@ trap 'kill $server $provider 2>/dev/null || true; rm -rf "$work"' EXIT
 python3 "$here/make-load.py" "$work"
 mkdir -p "$work/external"
 cp "$work/typical/"* "$work/external/"
-cat >"$work/external/annotate-owner.yaml" <<'YAML'
-apiVersion: mutations.gatekeeper.sh/v1beta1
-kind: AssignMetadata
-metadata:
-  name: annotate-owner
-spec:
-  match:
-    scope: Namespaced
-    kinds:
-    - apiGroups: ["*"]
-      kinds: ["Pod"]
-  location: "metadata.annotations.owner"
-  parameters:
-    assign:
-      externalData:
-        provider: my-provider
-        dataSource: Username
-YAML
+cp "$here/annotate-owner.yaml" "$work/external/"
 # One certificate for every run, so the provider trusts the client throughout.
 "$target/sartor" serve --mutators "$work/typical" --self-signed --cert-dir "$work/certs" \
     --addr 127.0.0.1:18443 --metrics-addr 127.0.0.1:18888 2>/dev/null &
