@@ -118,7 +118,13 @@ pub fn available(node: &Node, name: &str, image: &crate::Image) -> Result<Vec<St
                 Some(true),
                 Some(0),
             ),
-        )?;
+        )
+        .map_err(|e| {
+            format!(
+                "{e}\n{}: last state {}",
+                pod["metadata"]["name"], container["lastState"]
+            )
+        })?;
         names.push(
             pod["metadata"]["name"]
                 .as_str()
@@ -212,15 +218,27 @@ pub fn wait_ca_injected(node: &Node, names: &[&str; 2]) -> Result<(), String> {
 /// replicas `pods` in `status.byPod`, each enforcing it.
 pub fn examples_enforced_by(node: &Node, pods: &[String]) -> Result<(), String> {
     node.kubectl(&["apply", "-f", &repo_path("examples/mutators")])?;
+    enforced_by(node, EXAMPLE_MUTATORS, pods)
+}
+
+/// Waits until every mutator of `mutators` ((resource, names) pairs) lists
+/// exactly the replicas `pods` in `status.byPod`, each enforcing its
+/// current generation.
+pub fn enforced_by(
+    node: &Node,
+    mutators: &[(&str, &[&str])],
+    pods: &[String],
+) -> Result<(), String> {
     let mut want: Vec<(String, bool)> = pods.iter().map(|p| (p.clone(), true)).collect();
     want.sort();
-    for (kind, names) in EXAMPLE_MUTATORS {
+    for (kind, names) in mutators {
         for name in *names {
             eventually(
                 &format!("{kind}/{name} enforced by every replica"),
                 Duration::from_secs(60),
                 || {
                     let mutator = json(&node.kubectl(&["get", kind, name, "-o", "json"])?)?;
+                    let generation = &mutator["metadata"]["generation"];
                     let mut by_pod: Vec<(String, bool)> = mutator["status"]["byPod"]
                         .as_array()
                         .into_iter()
@@ -228,12 +246,16 @@ pub fn examples_enforced_by(node: &Node, pods: &[String]) -> Result<(), String> 
                         .map(|e| {
                             (
                                 e["id"].as_str().unwrap_or_default().to_string(),
-                                e["enforced"] == true,
+                                e["enforced"] == true && &e["observedGeneration"] == generation,
                             )
                         })
                         .collect();
                     by_pod.sort();
-                    same("status.byPod (replica, enforced)", by_pod, want.clone())
+                    same(
+                        "status.byPod (replica, enforcing the current generation)",
+                        by_pod,
+                        want.clone(),
+                    )
                 },
             )?;
         }
@@ -467,6 +489,12 @@ pub fn helm_install_comes_up_and_uninstall_leaves_nothing(suite: &mut Suite) -> 
     eventually("the probe mutated", Duration::from_secs(30), || {
         same("the probe Pod", probe(node)?, mutated())
     })?;
+    helm_uninstall(node)?;
+    no_webhook_left(node)
+}
+
+/// `helm uninstall` of the release `sartor`, waiting until its objects are gone.
+pub fn helm_uninstall(node: &Node) -> Result<(), String> {
     node.helm(&[
         "uninstall",
         "sartor",
@@ -474,6 +502,6 @@ pub fn helm_install_comes_up_and_uninstall_leaves_nothing(suite: &mut Suite) -> 
         NAMESPACE,
         "--wait",
         "--timeout=3m",
-    ])?;
-    no_webhook_left(node)
+    ])
+    .map(|_| ())
 }

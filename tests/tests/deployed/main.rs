@@ -23,10 +23,12 @@
 )]
 
 mod audit;
+mod faults;
 mod harness;
 mod install;
 mod pod;
 mod rbac;
+mod writes;
 
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};
@@ -43,7 +45,15 @@ const TRIALS: &[Check<Suite>] = sartor_tests::trials![
     pod::replicas_run_restricted_read_only_as_65532_with_the_projected_token,
     rbac::the_service_account_may_do_what_the_docs_list,
     audit::the_lease_moves_when_its_holder_is_deleted,
+    faults::a_rollout_loses_no_write,
+    faults::a_deleted_replica_loses_no_write,
+    faults::a_killed_replica_loses_only_what_reached_it,
+    faults::an_api_server_or_etcd_restart_gives_no_wrong_answer,
+    faults::an_eviction_keeps_a_replica_serving,
+    faults::a_replica_shuts_down_in_order,
+    faults::the_pre_stop_pause_is_measured_by_turning_it_off,
     install::kubectl_delete_leaves_no_webhook_configuration,
+    faults::a_helm_upgrade_loses_no_write,
     install::helm_install_comes_up_and_uninstall_leaves_nothing,
     harness::a_killed_harness_leaves_nothing_for_the_next_start,
 ];
