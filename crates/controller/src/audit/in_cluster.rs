@@ -63,6 +63,16 @@ const RESCANS_AT_MOST: usize = 4;
 /// How long after a failed write it is tried again (say, the CRDs missing).
 const RETRY: Duration = Duration::from_secs(5);
 
+/// When a failed full scan is tried again: [`RETRY`] after the first
+/// failure, doubling with each one after, never later than the interval.
+/// A scan that fails while the API server restarts is not left for a whole
+/// interval (an hour, say), with no watches started meanwhile.
+fn scan_retry(failures: u32, interval: Duration) -> Duration {
+    RETRY
+        .saturating_mul(2u32.saturating_pow(failures.saturating_sub(1)))
+        .min(interval)
+}
+
 /// The in-cluster audit of one replica.
 pub struct InClusterAudit {
     /// The API server's client (its identity needs `list` and `watch` on
@@ -225,6 +235,8 @@ impl InClusterAudit {
         let mut generation = 0;
         let mut scan_now = true;
         let mut next_scan = Instant::now() + self.interval;
+        // Full scans failed in a row.
+        let mut scan_failures = 0u32;
         // When the watches' changes (or a failed write again) are written.
         let mut due: Option<(Instant, Write)> = None;
         loop {
@@ -247,6 +259,7 @@ impl InClusterAudit {
                 next_scan = Instant::now() + self.interval;
                 match self.scan(&snapshot).await {
                     Ok((reports, listing, forbidden, changed)) => {
+                        scan_failures = 0;
                         problems.work = None;
                         // A full scan covers any namespace left to rescan.
                         problems.rescan = None;
@@ -297,9 +310,12 @@ impl InClusterAudit {
                     // The reports stay as the last scan left them, and
                     // /readyz says why they are not being kept current.
                     Err(error) => {
+                        scan_failures = scan_failures.saturating_add(1);
+                        let retry = scan_retry(scan_failures, self.interval);
+                        next_scan = Instant::now() + retry;
                         problems.work = Some(format!(
                             "the last scan failed, scanning again in {}s: {error}",
-                            self.interval.as_secs()
+                            retry.as_secs()
                         ));
                     }
                 }
@@ -775,5 +791,28 @@ fn repair_result(repaired: &Repaired) -> &'static str {
         Repaired::Refused(_) => "refused",
         Repaired::Failed(_) => "failed",
         Repaired::Conflict => "conflict",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_scan_is_retried_sooner_than_the_interval_and_backs_off() {
+        let hour = Duration::from_secs(3600);
+        let retries: Vec<u64> = (1..=12)
+            .map(|failures| scan_retry(failures, hour).as_secs())
+            .collect();
+        assert_eq!(
+            retries,
+            [5, 10, 20, 40, 80, 160, 320, 640, 1280, 2560, 3600, 3600]
+        );
+        // Never later than a short interval.
+        assert_eq!(
+            scan_retry(1, Duration::from_secs(3)),
+            Duration::from_secs(3)
+        );
+        assert_eq!(scan_retry(u32::MAX, hour), hour);
     }
 }
