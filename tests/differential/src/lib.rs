@@ -20,12 +20,20 @@ pub mod sartor;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-/// The repository this crate is in.
+/// The repository this crate is in: the directory above the package whose
+/// `Cargo.toml` declares `[workspace]`. The package is cargo's run-time
+/// `CARGO_MANIFEST_DIR` when set (`cargo test`, `cargo run`): a build reused
+/// from a shared target directory keeps the compile-time path of whichever
+/// checkout built it, which may be another one, or gone.
 pub fn repository() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap_or_else(|_| Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
+    let here = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from);
+    here.ancestors()
+        .find(|dir| {
+            std::fs::read_to_string(dir.join("Cargo.toml"))
+                .is_ok_and(|manifest| manifest.lines().any(|l| l.trim() == "[workspace]"))
+        })
+        .map_or_else(|| here.join("../.."), Path::to_path_buf)
 }
 
 /// The differences document, relative to the repository.
