@@ -10,13 +10,13 @@
 #![no_main]
 
 use std::sync::{Arc, OnceLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use libfuzzer_sys::fuzz_target;
 use sartor_api::{mutators_from_documents, read_documents_from_str};
 use sartor_engine::{Mutator, System};
 use sartor_state::{Snapshot, Unlabelled};
-use sartor_webhook::{Metrics, Providers, Reply, Settings, Webhook};
+use sartor_webhook::{Deadline, Metrics, Providers, Reply, Settings, Webhook, parse_go_duration};
 use serde_json::Value;
 
 const MUTATORS: &[&str] = &[
@@ -122,7 +122,14 @@ fn check(endpoint: &str, body: &[u8], reply: &Reply) {
 
 fuzz_target!(|data: &[u8]| {
     let harness = harness();
-    let reply = harness.runtime.block_on(harness.webhook.mutate(data));
+    // The API server's `?timeout=`, as any bytes may spell it: never a panic.
+    if let Ok(text) = std::str::from_utf8(data) {
+        let _ = parse_go_duration(text);
+    }
+    let deadline = Deadline::new(Instant::now(), Duration::from_secs(10));
+    let reply = harness
+        .runtime
+        .block_on(harness.webhook.mutate(data, &deadline));
     check("mutate", data, &reply);
     let reply = harness.webhook.validate(data);
     check("validate", data, &reply);
