@@ -28,12 +28,15 @@ use kube::api::{ApiResource, DynamicObject, ListParams};
 use kube::discovery::{Discovery, Scope, verbs};
 use kube::{Api, Client};
 use sartor_api::{EXEMPTION_LABEL, Wildcard};
-use sartor_engine::{Admission, Gvk, Mutation, MutatorId, Operation, System, Targets};
+use sartor_engine::{
+    Admission, Gvk, Mutation, MutatorId, Operation, System, Targets, is_namespace_kind,
+};
 use sartor_state::Snapshot;
 use serde_json::Value;
 
+use crate::api_errors::{is_forbidden, is_gone, is_not_found};
 use crate::mutators::{Group, MutatorSet};
-use crate::watch::{is_404, to_value, watched};
+use crate::watch::{to_value, watched};
 
 mod in_cluster;
 mod listed;
@@ -132,7 +135,7 @@ impl Excluded {
         if is_sartors_report(object, resource) {
             return true;
         }
-        let is_namespace = resource.group.is_empty() && resource.kind == "Namespace";
+        let is_namespace = is_namespace_kind(&resource.group, &resource.kind);
         let namespace = match namespace_and_name(object) {
             (_, name) if is_namespace => name,
             (namespace, _) => namespace,
@@ -218,11 +221,10 @@ pub(crate) fn api_message(error: &kube::Error, verb: &str) -> String {
         kube::Error::Api(status) => {
             let message = status.message.lines().next().unwrap_or_default();
             let reason = &status.reason;
-            match status.code {
-                403 => {
-                    format!("{message} ({reason}): the user needs the `{verb}` verb on it (RBAC)")
-                }
-                _ => format!("{message} ({reason})"),
+            if is_forbidden(error) {
+                format!("{message} ({reason}): the user needs the `{verb}` verb on it (RBAC)")
+            } else {
+                format!("{message} ({reason})")
             }
         }
         other => other.to_string(),
@@ -246,7 +248,7 @@ pub async fn mutators_in_cluster(
         let api: Api<DynamicObject> = Api::all_with(client.clone(), &kind.resource);
         let listed = match api.list(&ListParams::default()).await {
             Ok(listed) => listed,
-            Err(error) if is_404(&error) => continue,
+            Err(error) if is_not_found(&error) => continue,
             Err(error) => {
                 return Err(AuditError::List {
                     resource: kind.crd(),
@@ -405,12 +407,10 @@ pub(crate) async fn scan_listing(
                 summary.kinds.insert(label, listed);
                 break;
             }
-            Err(kube::Error::Api(status))
-                if status.code == 403 && forbidden == Forbidden::LeftOut =>
-            {
+            Err(error) if is_forbidden(&error) && forbidden == Forbidden::LeftOut => {
                 let refused = AuditError::List {
                     resource: listed_name(&resource, namespace),
-                    error: kube::Error::Api(status),
+                    error,
                 };
                 summary.forbidden.push(refused.to_string());
                 continue;
@@ -497,7 +497,7 @@ async fn list_kind(
                     None => return Ok(ControlFlow::Continue(())),
                 }
             }
-            Err(kube::Error::Api(status)) if status.code == 410 && restarts < RESTARTS => {
+            Err(error) if is_gone(&error) && restarts < RESTARTS => {
                 restarts += 1;
                 handed.restart();
                 tracing::info!(
@@ -839,7 +839,7 @@ mod tests {
         let error = list_kind(always, |_| ControlFlow::Continue(()))
             .await
             .unwrap_err();
-        assert!(matches!(error, kube::Error::Api(status) if status.code == 410));
+        assert!(is_gone(&error));
         assert_eq!(calls, 2 * (RESTARTS + 1));
         // Told to stop after the first page: no other page is asked for.
         let mut asked = 0;

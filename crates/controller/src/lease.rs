@@ -7,6 +7,7 @@
 //! expired lease cannot both win), and the leader-election crates for kube
 //! either pull in their own kube version or hold more than one lease needs.
 
+use crate::api_errors::is_conflict;
 use std::future::Future;
 use std::time::{Duration, Instant};
 
@@ -123,7 +124,7 @@ impl LeaseHolder {
             .await
         {
             Ok(_) => Ok(true),
-            Err(kube::Error::Api(status)) if status.code == 409 => Ok(false),
+            Err(error) if is_conflict(&error) => Ok(false),
             Err(error) => Err(error),
         }
     }
@@ -151,7 +152,7 @@ impl LeaseHolder {
             return match self.api.create(&PostParams::default(), &lease).await {
                 Ok(_) => Ok(true),
                 // Another replica created it first.
-                Err(kube::Error::Api(status)) if status.code == 409 => Ok(false),
+                Err(error) if is_conflict(&error) => Ok(false),
                 Err(error) => Err(error),
             };
         };
@@ -181,7 +182,7 @@ impl LeaseHolder {
             .await
         {
             Ok(_) => Ok(true),
-            Err(kube::Error::Api(status)) if status.code == 409 => Ok(false),
+            Err(error) if is_conflict(&error) => Ok(false),
             Err(error) => Err(error),
         }
     }

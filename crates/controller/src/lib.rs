@@ -60,6 +60,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod api_errors;
 pub mod audit;
 pub mod certs;
 pub mod feed;

@@ -7,6 +7,7 @@
 //! is 0) and the watcher keeps retrying; once a list succeeds the kind's
 //! objects arrive as usual.
 
+use crate::api_errors::is_not_found;
 use futures::StreamExt as _;
 use kube::api::{ApiResource, DynamicObject};
 use kube::runtime::{WatchStreamExt as _, watcher};
@@ -73,7 +74,7 @@ pub async fn watched(client: &Client, gatekeeper_compat: bool) -> Vec<Watched> {
         let group_version = format!("{GATEKEEPER_GROUP}/{version}");
         match client.list_api_group_resources(&group_version).await {
             Ok(list) => served.push((version, list.resources)),
-            Err(error) if is_404(&error) => {}
+            Err(error) if is_not_found(&error) => {}
             Err(error) => {
                 tracing::warn!(%error, group_version, "discovering Gatekeeper's mutator CRDs");
             }
@@ -355,19 +356,10 @@ fn log_crd_change(watched: &Watched, change: CrdChange) {
 pub(crate) fn is_not_served(error: &watcher::Error) -> bool {
     match error {
         watcher::Error::InitialListFailed(error) | watcher::Error::WatchStartFailed(error) => {
-            is_404(error)
+            is_not_found(error)
         }
         _ => false,
     }
-}
-
-/// Whether the API server answered 404. For a path it does not serve at all,
-/// a kube-apiserver answers `404 page not found` in plain text, which kube
-/// turns into a `Status` with code 404 and reason `Failed to parse error
-/// data`; kube 5's `Status::is_not_found` accepts only reason `NotFound`, so
-/// the code is what tells.
-pub(crate) fn is_404(error: &kube::Error) -> bool {
-    matches!(error, kube::Error::Api(status) if status.code == 404)
 }
 
 /// The object as the loader reads it, with its `apiVersion` and `kind`

@@ -126,7 +126,9 @@ pub use mutator::{
     Applies, ApplyError, CompileError, Mutator, MutatorId, Operations, Problem, Terminal,
 };
 pub use patch::Patch;
-pub use request::{Admission, Gvk, NamespaceLookup, NoNamespaces, Operation, Request, Source};
+pub use request::{
+    Admission, Gvk, NamespaceLookup, NoNamespaces, Operation, Request, Source, is_namespace_kind,
+};
 /// Why [`Mutation::protected`] left an object as it was.
 pub use sartor_api::Protection;
 pub use schema::{SchemaConflict, Shape};

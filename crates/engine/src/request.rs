@@ -134,8 +134,16 @@ impl Gvk {
 
     /// Whether this is the core `Namespace` kind, which is its own namespace.
     pub fn is_namespace(&self) -> bool {
-        self.group.is_empty() && self.kind == "Namespace"
+        is_namespace_kind(&self.group, &self.kind)
     }
+}
+
+/// Whether `group` and `kind` name the core `Namespace` kind, which is its
+/// own namespace (for the namespace rules, its name is the namespace): the
+/// one test, for callers holding a group and kind rather than a [`Gvk`].
+/// The MAP export spells the same test in CEL.
+pub fn is_namespace_kind(group: &str, kind: &str) -> bool {
+    group.is_empty() && kind == "Namespace"
 }
 
 impl fmt::Display for Gvk {

@@ -788,6 +788,7 @@ fn match_reads(criteria: &Match) -> Vec<passes::Read> {
 }
 
 /// Whether the object being admitted is a Namespace.
+// sartor_engine::is_namespace_kind, in CEL.
 const IS_NAMESPACE: &str = r#"(request.kind.group == "" && request.kind.kind == "Namespace")"#;
 
 /// The namespace the namespace criteria compare: a Namespace's own name,

@@ -11,7 +11,7 @@ use sartor_api::{
 };
 use sartor_engine::{
     Admission, Conflict, Failure, MutateError, Mutation, Mutator, MutatorId, NamespaceLookup,
-    Operation, Patch,
+    Operation, Patch, is_namespace_kind,
 };
 use sartor_location::{KeyValue, Node, Path};
 use serde_json::Value;
@@ -572,7 +572,7 @@ impl Webhook {
         if request.user_info.username == self.settings.service_account {
             return Some(Skip::OwnServiceAccount);
         }
-        let namespace = if request.kind.group.is_empty() && request.kind.kind == "Namespace" {
+        let namespace = if is_namespace_kind(&request.kind.group, &request.kind.kind) {
             namespace_object_name(request)
         } else {
             request.namespace.as_str()
@@ -602,7 +602,7 @@ impl Webhook {
         if request.operation.parse::<Operation>().is_err() {
             return review_reply(AdmissionResponse::allow(uid), &version, Outcome::Skipped);
         }
-        if request.kind.group.is_empty() && request.kind.kind == "Namespace" {
+        if is_namespace_kind(&request.kind.group, &request.kind.kind) {
             let (response, outcome) = self.validate_namespace(&request);
             return review_reply(response, &version, outcome);
         }

@@ -24,7 +24,7 @@ use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
 use kube::runtime::{WatchStreamExt as _, watcher};
 use sartor_api::{API_VERSION, REPAIR_LABEL};
-use sartor_engine::{MutatorId, Operation, System};
+use sartor_engine::{MutatorId, Operation, System, is_namespace_kind};
 use sartor_state::{Lookup, Namespaces as _, Snapshot};
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc, watch};
@@ -35,6 +35,7 @@ use super::{
     Audited, Excluded, Forbidden, Keep, Outcome, PAGE, Repaired, Repairer, ReportWriter, Reports,
     ScanOf, Stored, Write, audit, kind_label, namespace_and_name, scan_listing,
 };
+use crate::api_errors::is_not_found;
 use crate::feed::Feed;
 use crate::namespaces::{NamespaceCache, NamespaceChange};
 use crate::status::resource;
@@ -514,7 +515,7 @@ impl InClusterAudit {
                 found
                     .reports
                     .remove(resource, Some(namespace).filter(|ns| !ns.is_empty()), &name);
-                if resource.group.is_empty() && resource.kind == "Namespace" {
+                if is_namespace_kind(&resource.group, &resource.kind) {
                     found.namespaces.insert(name, value.clone());
                 }
                 self.learn_namespace(&mut found.namespaces, &value).await;
@@ -732,7 +733,7 @@ impl InClusterAudit {
                 Ok(Ok(_)) => {
                     written.insert(id.clone(), count);
                 }
-                Ok(Err(kube::Error::Api(status))) if status.code == 404 => {
+                Ok(Err(error)) if is_not_found(&error) => {
                     written.insert(id.clone(), count);
                 }
                 Err(timed_out) => {

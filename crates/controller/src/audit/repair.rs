@@ -14,6 +14,7 @@
 //! make it again as it was, and most of a Pod's spec cannot be changed; its
 //! owner is named instead.
 
+use crate::api_errors::{is_conflict, is_not_found};
 use std::collections::HashMap;
 use std::fmt;
 
@@ -187,7 +188,7 @@ impl<'a> Repairer<'a> {
         };
         let mut read: Value = match self.client.request(request).await {
             Ok(read) => read,
-            Err(kube::Error::Api(status)) if status.code == 404 => {
+            Err(error) if is_not_found(&error) => {
                 return Planned::Done(Repaired::Gone);
             }
             Err(error) => return Planned::Done(Repaired::Refused(api_message(&error, "get"))),
@@ -289,7 +290,7 @@ impl<'a> Repairer<'a> {
             }
             match self.client.request::<Value>(request).await {
                 Ok(_) => {}
-                Err(kube::Error::Api(status)) if status.code == 409 => return Err(Sent::Conflict),
+                Err(error) if is_conflict(&error) => return Err(Sent::Conflict),
                 Err(error) => return Err(Sent::Refused(api_message(&error, "patch"))),
             }
         }

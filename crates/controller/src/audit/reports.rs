@@ -8,6 +8,7 @@
 //! server-side applied, and sartor's reports of namespaces without findings
 //! any more are deleted, so a deleted object or mutator leaves no result.
 
+use crate::api_errors::{is_forbidden, is_not_found};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use kube::Client;
@@ -357,7 +358,7 @@ impl ReportWriter {
             .await?
             {
                 Ok(_) => {}
-                Err(kube::Error::Api(status)) if status.code == 404 => {}
+                Err(error) if is_not_found(&error) => {}
                 Err(error) => return Err(ReportsError::Write(error)),
             }
         }
@@ -380,9 +381,9 @@ impl ReportWriter {
 
 /// Whether the API server refused a write into a namespace being deleted.
 fn namespace_terminating(error: &kube::Error) -> bool {
-    matches!(error, kube::Error::Api(status)
-    if status.code == 403
-        && status.details.as_ref().is_some_and(|details| {
+    is_forbidden(error)
+        && matches!(error, kube::Error::Api(status)
+        if status.details.as_ref().is_some_and(|details| {
             details.causes.iter().any(|cause| cause.reason == "NamespaceTerminating")
         }))
 }
@@ -390,7 +391,7 @@ fn namespace_terminating(error: &kube::Error) -> bool {
 /// A write's error, a 404 being the CRDs' absence.
 fn written(error: kube::Error) -> ReportsError {
     match &error {
-        kube::Error::Api(status) if status.code == 404 => ReportsError::NoCrds,
+        error if is_not_found(error) => ReportsError::NoCrds,
         _ => ReportsError::Write(error),
     }
 }
