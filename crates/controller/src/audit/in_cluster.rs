@@ -165,16 +165,15 @@ struct Findings {
     not_repaired: HashMap<ObjectKey, String>,
 }
 
-/// An object: its namespace, group, kind and name.
-type ObjectKey = (Option<String>, String, String, String);
+/// A stored object: its namespace, and its key within it as the reports
+/// have it.
+type ObjectKey = (Option<String>, super::reports::ObjectKey);
 
 /// `object`'s key.
 fn object_key(object: &Stored) -> ObjectKey {
     (
         object.namespace.clone(),
-        object.resource.group.clone(),
-        object.resource.kind.clone(),
-        object.name.clone(),
+        super::reports::key(&object.resource, &object.name),
     )
 }
 
@@ -531,9 +530,7 @@ impl InClusterAudit {
                 let (namespace, name) = (object.metadata.namespace, object.metadata.name);
                 found.to_repair.remove(&(
                     namespace.clone(),
-                    resource.group.clone(),
-                    resource.kind.clone(),
-                    name.clone().unwrap_or_default(),
+                    super::reports::key(resource, name.as_deref().unwrap_or_default()),
                 ));
                 found.reports.remove(
                     resource,

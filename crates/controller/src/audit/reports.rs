@@ -38,8 +38,9 @@ pub struct Reports {
 }
 
 /// An object within its namespace: its group, kind and name (the version
-/// it was read as does not make it another object).
-type ObjectKey = (String, String, String);
+/// it was read as does not make it another object). With the namespace,
+/// the audit's key of a stored object.
+pub(super) type ObjectKey = (String, String, String);
 
 /// One object's results, and the mutators that would change it.
 #[derive(Debug, Clone, PartialEq)]
@@ -49,7 +50,7 @@ struct Found {
 }
 
 /// `name` of `resource` as [`Reports`] keys it.
-fn key(resource: &ApiResource, name: &str) -> ObjectKey {
+pub(super) fn key(resource: &ApiResource, name: &str) -> ObjectKey {
     (
         resource.group.clone(),
         resource.kind.clone(),
