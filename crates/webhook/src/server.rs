@@ -5,8 +5,11 @@
 //! requests at once are [`crate::overload`]'s.
 
 use std::future::Future;
+use std::io;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use http_body_util::{BodyExt as _, LengthLimitError, Limited};
@@ -17,9 +20,11 @@ use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::{GracefulShutdown, Watcher};
-use tokio::io::AsyncWriteExt as _;
+use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWrite, AsyncWriteExt as _, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc;
 use tokio_rustls::TlsAcceptor;
+use tokio_rustls::server::TlsStream;
 
 use crate::admission::Webhook;
 use crate::overload::{
@@ -30,6 +35,10 @@ use crate::tls::{Certificate, TlsError, TlsFiles};
 
 /// The API server's own request size limit; larger bodies get 413.
 pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
+
+/// How long a closed admission connection keeps reading what the client
+/// still sends (see [`Lingering`]).
+const LINGER: Duration = Duration::from_secs(2);
 
 /// Bounds on what a client can make the server wait for or hold, and on
 /// the admission work it takes on at once.
@@ -191,6 +200,8 @@ impl Server {
             .timer(TokioTimer::new())
             .max_concurrent_streams(256);
         let graceful = GracefulShutdown::new();
+        // Each lingering close holds a sender; all gone, all closed.
+        let (lingering, mut lingered) = mpsc::channel::<()>(1);
         let gate = Arc::new(Gate::new(
             limits.max_in_flight,
             limits.max_queued,
@@ -201,6 +212,7 @@ impl Server {
             watcher: graceful.watcher(),
             webhook: webhook.clone(),
             gate: gate.clone(),
+            lingering: lingering.clone(),
             limits,
             peer,
         };
@@ -230,13 +242,19 @@ impl Server {
             connections = graceful.count(),
             "shutting down: no new connections, finishing requests in flight"
         );
-        match tokio::time::timeout(limits.shutdown_grace, graceful.shutdown()).await {
-            Ok(()) => tracing::info!("shut down"),
-            Err(_) => tracing::warn!(
+        if tokio::time::timeout(limits.shutdown_grace, graceful.shutdown())
+            .await
+            .is_err()
+        {
+            tracing::warn!(
                 grace = ?limits.shutdown_grace,
-                "shut down with connections still open after the grace period"
-            ),
+                "connections still open after the grace period"
+            );
         }
+        // The connections' lingering closes, at most LINGER each.
+        drop(lingering);
+        let _ = tokio::time::timeout(LINGER, lingered.recv()).await;
+        tracing::info!("shut down");
     }
 }
 
@@ -278,6 +296,8 @@ struct Connection {
     gate: Arc<Gate>,
     limits: Limits,
     peer: SocketAddr,
+    /// Held by the connection's lingering close, so shutdown can wait for it.
+    lingering: mpsc::Sender<()>,
 }
 
 /// The answer to plain HTTP sent to the TLS port, as Go's servers give it.
@@ -332,6 +352,10 @@ impl Connection {
         let service = service_fn(move |request| {
             routes::admission(request, webhook.clone(), gate.clone(), limits)
         });
+        let tls = Lingering {
+            stream: Some(tls),
+            held: Some(self.lingering.clone()),
+        };
         let connection = self
             .builder
             .serve_connection(TokioIo::new(tls), service)
@@ -398,4 +422,101 @@ pub(crate) async fn read_body(
         Err(_) if late => Err(BodyError::Late),
         Err(_) => Err(BodyError::Timeout),
     }
+}
+
+/// An admission connection's stream, closed gracefully once hyper is done
+/// with it: FIN (after TLS's close_notify) first, then whatever the client
+/// still sends is read and dropped, for at most [`LINGER`], before the
+/// socket is closed. Closed at once, a socket with unread data in it
+/// answers with a RST, which makes the client discard what it had not read
+/// yet (an HTTP/2 GOAWAY saying which requests to send elsewhere) and fail
+/// the request it was writing ("write: broken pipe"): a write refused, or
+/// admitted unmutated, when a replica stops while the API server's
+/// kept-alive connection still reaches it. Go's HTTP server closes the same
+/// way.
+struct Lingering {
+    stream: Option<TlsStream<TcpStream>>,
+    held: Option<mpsc::Sender<()>>,
+}
+
+impl AsyncRead for Lingering {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match self.get_mut().stream.as_mut() {
+            Some(stream) => Pin::new(stream).poll_read(cx, buf),
+            None => Poll::Ready(Ok(())),
+        }
+    }
+}
+
+impl AsyncWrite for Lingering {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut().stream.as_mut() {
+            Some(stream) => Pin::new(stream).poll_write(cx, buf),
+            None => Poll::Ready(Err(io::ErrorKind::NotConnected.into())),
+        }
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut().stream.as_mut() {
+            Some(stream) => Pin::new(stream).poll_write_vectored(cx, bufs),
+            None => Poll::Ready(Err(io::ErrorKind::NotConnected.into())),
+        }
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.stream
+            .as_ref()
+            .is_some_and(AsyncWrite::is_write_vectored)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut().stream.as_mut() {
+            Some(stream) => Pin::new(stream).poll_flush(cx),
+            None => Poll::Ready(Ok(())),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut().stream.as_mut() {
+            Some(stream) => Pin::new(stream).poll_shutdown(cx),
+            None => Poll::Ready(Ok(())),
+        }
+    }
+}
+
+impl Drop for Lingering {
+    fn drop(&mut self) {
+        let (Some(stream), Ok(runtime)) =
+            (self.stream.take(), tokio::runtime::Handle::try_current())
+        else {
+            return;
+        };
+        let held = self.held.take();
+        runtime.spawn(async move {
+            linger(stream).await;
+            drop(held);
+        });
+    }
+}
+
+/// Closes `stream` as [`Lingering`] says.
+async fn linger(mut stream: TlsStream<TcpStream>) {
+    let _ = tokio::time::timeout(LINGER, async {
+        let _ = stream.shutdown().await;
+        let mut unread = [0u8; 4096];
+        while let Ok(1..) = stream.read(&mut unread).await {}
+    })
+    .await;
 }
