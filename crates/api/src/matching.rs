@@ -320,30 +320,86 @@ impl Wildcard {
     /// Whether `candidate` matches: `*x*` contains, `*x` ends with, `x*`
     /// starts with, anything else is equality.
     pub fn matches(&self, candidate: &str) -> bool {
-        let p = self.0.as_str();
-        match (p.strip_prefix('*'), p.strip_suffix('*')) {
-            (Some(rest), Some(_)) => {
-                let middle = rest.strip_suffix('*').unwrap_or(rest);
-                candidate.contains(middle)
-            }
-            (Some(suffix), None) => candidate.ends_with(suffix),
-            (None, Some(prefix)) => candidate.starts_with(prefix),
-            (None, None) => candidate == p,
-        }
+        self.test().holds(candidate)
     }
 
     /// Whether an object created with `generateName: prefix` may match: only
     /// patterns ending in `*` can (Gatekeeper: `*x*` and `x*` compare the
     /// prefix, an exact or `*x` pattern never matches a generated name).
     pub fn matches_generate_name(&self, prefix: &str) -> bool {
+        self.generate_name_test().holds(prefix)
+    }
+
+    /// [`Wildcard::matches`] as a CEL expression on the string expression
+    /// `subject`, for the MutatingAdmissionPolicy export.
+    pub fn cel(&self, subject: &str) -> String {
+        self.test().cel(subject)
+    }
+
+    /// [`Wildcard::matches_generate_name`] as a CEL expression on the string
+    /// expression `subject`.
+    pub fn cel_generate_name(&self, subject: &str) -> String {
+        self.generate_name_test().cel(subject)
+    }
+
+    /// How a name is compared.
+    fn test(&self) -> StringTest<'_> {
+        let p = self.0.as_str();
+        match (p.strip_prefix('*'), p.strip_suffix('*')) {
+            (Some(rest), Some(_)) => StringTest::Contains(rest.strip_suffix('*').unwrap_or(rest)),
+            (Some(suffix), None) => StringTest::EndsWith(suffix),
+            (None, Some(prefix)) => StringTest::StartsWith(prefix),
+            (None, None) => StringTest::Equals(p),
+        }
+    }
+
+    /// How a `generateName` prefix is compared.
+    fn generate_name_test(&self) -> StringTest<'_> {
         let p = self.0.as_str();
         let Some(head) = p.strip_suffix('*') else {
-            return false;
+            return StringTest::Never;
         };
         match head.strip_prefix('*') {
-            Some(middle) => prefix.contains(middle),
-            None if p.starts_with('*') => true,
-            None => prefix.starts_with(head),
+            Some(middle) => StringTest::Contains(middle),
+            None if p.starts_with('*') => StringTest::Always,
+            None => StringTest::StartsWith(head),
+        }
+    }
+}
+
+/// One comparison of a string, so that a [`Wildcard`]'s rule is written once
+/// and both evaluated and rendered as CEL from it.
+enum StringTest<'a> {
+    Contains(&'a str),
+    EndsWith(&'a str),
+    StartsWith(&'a str),
+    Equals(&'a str),
+    Always,
+    Never,
+}
+
+impl StringTest<'_> {
+    fn holds(&self, subject: &str) -> bool {
+        match *self {
+            StringTest::Contains(middle) => subject.contains(middle),
+            StringTest::EndsWith(suffix) => subject.ends_with(suffix),
+            StringTest::StartsWith(prefix) => subject.starts_with(prefix),
+            StringTest::Equals(exact) => subject == exact,
+            StringTest::Always => true,
+            StringTest::Never => false,
+        }
+    }
+
+    fn cel(&self, subject: &str) -> String {
+        // A JSON string is a CEL string literal: the same escapes.
+        let string = |text: &str| serde_json::Value::from(text).to_string();
+        match *self {
+            StringTest::Contains(middle) => format!("{subject}.contains({})", string(middle)),
+            StringTest::EndsWith(suffix) => format!("{subject}.endsWith({})", string(suffix)),
+            StringTest::StartsWith(prefix) => format!("{subject}.startsWith({})", string(prefix)),
+            StringTest::Equals(exact) => format!("{subject} == {}", string(exact)),
+            StringTest::Always => "true".to_string(),
+            StringTest::Never => "false".to_string(),
         }
     }
 }
@@ -431,6 +487,17 @@ mod tests {
                 "{pattern} ~ {prefix}"
             );
         }
+    }
+
+    #[test]
+    fn wildcards_render_as_cel_like_gatekeepers() {
+        let w = |p: &str| Wildcard::new(p).unwrap();
+        assert_eq!(w("kube-*").cel("n"), r#"n.startsWith("kube-")"#);
+        assert_eq!(w("*-system").cel("n"), r#"n.endsWith("-system")"#);
+        assert_eq!(w("*mid*").cel("n"), r#"n.contains("mid")"#);
+        assert_eq!(w("shop").cel("n"), r#"n == "shop""#);
+        assert_eq!(w("shop").cel_generate_name("g"), "false");
+        assert_eq!(w("web-*").cel_generate_name("g"), r#"g.startsWith("web-")"#);
     }
 
     #[test]

@@ -1,8 +1,8 @@
 //! CEL text for the policies: literals, reads of the object that cannot
-//! fail on a missing field, and Gatekeeper's match rules (wildcards, label
-//! selectors) written as expressions.
+//! fail on a missing field, and label selectors written as expressions
+//! (wildcards render themselves: `Wildcard::cel`).
 
-use sartor_api::{LabelSelector, SelectorOperator, Wildcard};
+use sartor_api::{LabelSelector, SelectorOperator};
 use std::collections::BTreeSet;
 
 use serde_json::Value;
@@ -213,35 +213,6 @@ pub(crate) fn read_path(root: &str, names: &[String]) -> String {
         .fold(root.to_string(), |read, name| Step::of(name).read(&read))
 }
 
-/// Whether the string `subject` matches `pattern` as Gatekeeper matches
-/// namespace and name globs: exact, `prefix*`, `*suffix` or `*middle*`.
-pub(crate) fn wildcard(subject: &str, pattern: &Wildcard) -> String {
-    let p = pattern.as_str();
-    match (p.strip_prefix('*'), p.strip_suffix('*')) {
-        (Some(rest), Some(_)) => {
-            let middle = rest.strip_suffix('*').unwrap_or(rest);
-            format!("{subject}.contains({})", string(middle))
-        }
-        (Some(suffix), None) => format!("{subject}.endsWith({})", string(suffix)),
-        (None, Some(prefix)) => format!("{subject}.startsWith({})", string(prefix)),
-        (None, None) => format!("{subject} == {}", string(p)),
-    }
-}
-
-/// Whether an object created with the `generateName` `subject` may match
-/// `pattern` (Gatekeeper: only patterns ending in `*` can).
-pub(crate) fn wildcard_generate_name(subject: &str, pattern: &Wildcard) -> String {
-    let p = pattern.as_str();
-    let Some(head) = p.strip_suffix('*') else {
-        return "false".to_string();
-    };
-    match head.strip_prefix('*') {
-        Some(middle) => format!("{subject}.contains({})", string(middle)),
-        None if p.starts_with('*') => "true".to_string(),
-        None => format!("{subject}.startsWith({})", string(head)),
-    }
-}
-
 /// Whether the labels of `holder` (an expression whose `metadata` may have
 /// no `labels`) satisfy `selector`, as Kubernetes label selectors do.
 pub(crate) fn selector(holder: &str, selector: &LabelSelector) -> String {
@@ -364,19 +335,5 @@ mod tests {
         assert!(is_grouped(r#"(a == "(" && b)"#));
         assert!(!is_grouped("(a) && (b)"));
         assert!(!is_grouped("a && b"));
-    }
-
-    #[test]
-    fn wildcards_are_gatekeepers() {
-        let w = |p: &str| Wildcard::new(p).unwrap();
-        assert_eq!(wildcard("n", &w("kube-*")), r#"n.startsWith("kube-")"#);
-        assert_eq!(wildcard("n", &w("*-system")), r#"n.endsWith("-system")"#);
-        assert_eq!(wildcard("n", &w("*mid*")), r#"n.contains("mid")"#);
-        assert_eq!(wildcard("n", &w("shop")), r#"n == "shop""#);
-        assert_eq!(wildcard_generate_name("g", &w("shop")), "false");
-        assert_eq!(
-            wildcard_generate_name("g", &w("web-*")),
-            r#"g.startsWith("web-")"#
-        );
     }
 }

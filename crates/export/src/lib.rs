@@ -833,7 +833,7 @@ fn criteria_guard(criteria: &Match) -> String {
         let any: Vec<String> = criteria
             .namespaces
             .iter()
-            .map(|w| cel::wildcard(COMPARED_NAMESPACE, w))
+            .map(|w| w.cel(COMPARED_NAMESPACE))
             .collect();
         parts.push(format!(
             r#"({COMPARED_NAMESPACE} == "" && !{IS_NAMESPACE} || {})"#,
@@ -843,7 +843,7 @@ fn criteria_guard(criteria: &Match) -> String {
     for excluded in &criteria.excluded_namespaces {
         parts.push(format!(
             r#"!(({IS_NAMESPACE} || {COMPARED_NAMESPACE} != "") && {})"#,
-            cel::wildcard(COMPARED_NAMESPACE, excluded)
+            excluded.cel(COMPARED_NAMESPACE)
         ));
     }
     if let Some(selector) = &criteria.label_selector {
@@ -862,8 +862,8 @@ fn criteria_guard(criteria: &Match) -> String {
         };
         parts.push(format!(
             "({} || {})",
-            cel::wildcard(&read("name"), name),
-            cel::wildcard_generate_name(&read("generateName"), name)
+            name.cel(&read("name")),
+            name.cel_generate_name(&read("generateName"))
         ));
     }
     if parts.is_empty() {
@@ -950,7 +950,7 @@ fn policy(mutations: &[Mutation], options: &Options) -> Vec<Value> {
     let mut globs = Vec::new();
     for excluded in &options.excluded_namespaces {
         if excluded.as_str().contains('*') {
-            globs.push(cel::wildcard(COMPARED_NAMESPACE, excluded));
+            globs.push(excluded.cel(COMPARED_NAMESPACE));
         } else {
             names.insert(excluded.as_str().to_string());
         }
