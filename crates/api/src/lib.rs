@@ -55,6 +55,7 @@ mod assign_image;
 mod assign_metadata;
 mod common;
 pub mod crd;
+mod exclusion;
 mod expansion;
 mod loader;
 mod matching;
@@ -77,6 +78,7 @@ pub use common::{
     AssignField, Condition, DataSource, ExternalData, FailurePolicy, FromMetadata, FromNamespace,
     MetadataField, PathTest, ValueCondition, ValueOperator,
 };
+pub use exclusion::{Exclusion, Exclusions, is_namespace_kind, namespace_of};
 pub use expansion::{
     EXPANSION_GROUP, EXPANSION_VERSIONS, ExpansionTemplate, ExpansionTemplateSpec,
 };

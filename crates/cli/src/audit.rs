@@ -12,9 +12,9 @@ use clap::{Args, Subcommand, ValueEnum};
 use futures::StreamExt as _;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
-use sartor_api::{Input, Wildcard, load_mutators};
+use sartor_api::{Exclusions, Input, Wildcard, load_mutators};
 use sartor_controller::audit::{
-    self, Audited, Excluded, Forbidden, Keep, Outcome, Repairer, ScanOf, Stored, Summary,
+    self, Audited, Forbidden, Keep, Outcome, Repairer, ScanOf, Stored, Summary,
 };
 use sartor_engine::{Operation, System, compile};
 use sartor_offline::stdout::{print, print_line};
@@ -154,14 +154,11 @@ async fn audit_cluster(args: &AuditArgs) -> anyhow::Result<Exit> {
     // With --fix, where each object to repair is: the repair reads it again.
     let mut to_fix: Vec<Stored> = Vec::new();
     let progress = Progress::on_terminal();
-    let excluded = Excluded {
-        sartor_namespace: args.sartor_namespace.clone(),
-        namespaces: args.exclude_namespaces.clone(),
-    };
+    let exclusions = Exclusions::new(&args.sartor_namespace, args.exclude_namespaces.clone());
     let of = ScanOf {
         system: &system,
         namespace: args.namespace.as_deref(),
-        excluded: &excluded,
+        exclusions: &exclusions,
         operation: args.operation,
         forbidden: Forbidden::Stops,
         keep: match args.diff && args.output == AuditFormat::Text {

@@ -27,10 +27,8 @@ use futures::AsyncBufReadExt as _;
 use kube::api::{ApiResource, DynamicObject, ListParams};
 use kube::discovery::{Discovery, Scope, verbs};
 use kube::{Api, Client};
-use sartor_api::{EXEMPTION_LABEL, Wildcard};
-use sartor_engine::{
-    Admission, Gvk, Mutation, MutatorId, Operation, System, Targets, is_namespace_kind,
-};
+use sartor_api::{Exclusions, namespace_of};
+use sartor_engine::{Admission, Gvk, Mutation, MutatorId, Operation, System, Targets};
 use sartor_state::Snapshot;
 use serde_json::Value;
 
@@ -109,53 +107,28 @@ pub enum Keep {
     Patch,
 }
 
-/// The namespaces whose objects the webhook never sees, so an audit leaves
-/// them out too: sartor's own, those `--exclude-namespace` names (globs),
-/// and any labelled [`EXEMPTION_LABEL`] (the install's namespaceSelector).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Excluded {
-    /// The namespace sartor runs in.
-    pub sartor_namespace: String,
-    /// Names or globs (`kube-system`, `*-system`).
-    pub namespaces: Vec<Wildcard>,
-}
-
-impl Excluded {
-    /// Whether the webhook never sees `object` (of `resource`): it lives in
-    /// (or, a Namespace, is) a namespace left out; `namespaces` are the
-    /// Namespace objects, for their exemption label. Sartor's own audit
-    /// reports are left out too: sartor writes them, and its own writes are
-    /// never mutated, so a mutator of every kind would find them every scan.
-    fn excludes_object(
-        &self,
-        object: &Value,
-        resource: &ApiResource,
-        namespaces: &HashMap<String, Value>,
-    ) -> bool {
-        if is_sartors_report(object, resource) {
-            return true;
-        }
-        let is_namespace = is_namespace_kind(&resource.group, &resource.kind);
-        let namespace = match namespace_and_name(object) {
-            (_, name) if is_namespace => name,
-            (namespace, _) => namespace,
-        };
-        !namespace.is_empty() && self.excludes(namespace, namespaces.get(namespace))
+/// Whether the webhook never sees `object` (of `resource`), so an audit
+/// leaves it out: it lives in (or, a Namespace, is) a namespace `exclusions`
+/// leave out; `namespaces` are the Namespace objects, for their exemption
+/// label. Sartor's own audit reports are left out too: sartor writes them,
+/// and its own writes are never mutated, so a mutator of every kind would
+/// find them every scan.
+fn left_out(
+    exclusions: &Exclusions,
+    object: &Value,
+    resource: &ApiResource,
+    namespaces: &HashMap<String, Value>,
+) -> bool {
+    if is_sartors_report(object, resource) {
+        return true;
     }
-
-    /// Whether objects in `namespace` (whose Namespace object, when known,
-    /// is `object`) are left out.
-    fn excludes(&self, namespace: &str, object: Option<&Value>) -> bool {
-        namespace == self.sartor_namespace
-            || self
-                .namespaces
-                .iter()
-                .any(|excluded| excluded.matches(namespace))
-            || object
-                .and_then(|object| object.pointer("/metadata/labels"))
-                .and_then(Value::as_object)
-                .is_some_and(|labels| labels.contains_key(EXEMPTION_LABEL))
-    }
+    let (namespace, name) = namespace_and_name(object);
+    let namespace = namespace_of(&resource.group, &resource.kind, namespace, name);
+    let labels = namespaces
+        .get(namespace)
+        .and_then(|object| object.pointer("/metadata/labels"))
+        .and_then(Value::as_object);
+    exclusions.of(namespace, labels).is_some()
 }
 
 /// Whether `object` is one of the audit's own reports.
@@ -316,7 +289,7 @@ pub struct ScanOf<'a> {
     /// Only this namespace's objects, when given.
     pub namespace: Option<&'a str>,
     /// The namespaces left out, as the webhook leaves them out.
-    pub excluded: &'a Excluded,
+    pub exclusions: &'a Exclusions,
     /// The operation each object is mutated as (UPDATE: its next write).
     pub operation: Operation,
     /// What a kind RBAC does not let the scan list does to it.
@@ -335,7 +308,7 @@ pub(crate) async fn scan_listing(
     let ScanOf {
         system,
         namespace,
-        excluded,
+        exclusions,
         operation,
         forbidden,
         keep,
@@ -384,7 +357,7 @@ pub(crate) async fn scan_listing(
             listed += items.len();
             scanned += items.len();
             for object in items {
-                if excluded.excludes_object(&object, &resource, &namespaces) {
+                if left_out(exclusions, &object, &resource, &namespaces) {
                     continue;
                 }
                 if let Some(audited) =
@@ -779,6 +752,8 @@ mod tests {
     use kube::core::Status;
     use serde_json::json;
 
+    use sartor_api::{EXEMPTION_LABEL, Wildcard};
+
     use super::*;
 
     #[tokio::test]
@@ -857,21 +832,33 @@ mod tests {
 
     #[test]
     fn the_webhooks_excluded_namespaces_are_left_out() {
-        let excluded = Excluded {
-            sartor_namespace: "sartor-system".to_string(),
-            namespaces: ["kube-system", "*-sandbox"]
+        let exclusions = Exclusions::new(
+            "sartor-system",
+            ["kube-system", "*-sandbox"]
                 .into_iter()
                 .filter_map(|pattern| Wildcard::new(pattern).ok())
                 .collect(),
-        };
-        let labelled = json!({"metadata": {"name": "quiet", "labels": {EXEMPTION_LABEL: ""}}});
-        let plain = json!({"metadata": {"name": "shop", "labels": {"team": "core"}}});
-        assert!(excluded.excludes("sartor-system", None));
-        assert!(excluded.excludes("kube-system", None));
-        assert!(excluded.excludes("dev-sandbox", None));
-        assert!(excluded.excludes("quiet", Some(&labelled)));
-        assert!(!excluded.excludes("shop", Some(&plain)));
-        assert!(!excluded.excludes("shop", None));
+        );
+        let namespaces: HashMap<String, Value> = [
+            json!({"metadata": {"name": "quiet", "labels": {EXEMPTION_LABEL: ""}}}),
+            json!({"metadata": {"name": "shop", "labels": {"team": "core"}}}),
+        ]
+        .into_iter()
+        .map(|object| (namespace_and_name(&object).1.to_string(), object))
+        .collect();
+        let pods = ApiResource::erase::<k8s_openapi::api::core::v1::Pod>(&());
+        let pod = |namespace: &str| json!({"metadata": {"name": "web", "namespace": namespace}});
+        let left_out =
+            |object: &Value, resource: &ApiResource, namespaces: &HashMap<String, Value>| {
+                left_out(&exclusions, object, resource, namespaces)
+            };
+        let none = HashMap::new();
+        assert!(left_out(&pod("sartor-system"), &pods, &none));
+        assert!(left_out(&pod("kube-system"), &pods, &none));
+        assert!(left_out(&pod("dev-sandbox"), &pods, &none));
+        assert!(left_out(&pod("quiet"), &pods, &namespaces));
+        assert!(!left_out(&pod("shop"), &pods, &namespaces));
+        assert!(!left_out(&pod("shop"), &pods, &none));
         // The audit's own reports, and only those.
         let reports = ApiResource {
             group: "openreports.io".into(),
@@ -884,9 +871,12 @@ mod tests {
             json!({"metadata": {"name": name, "namespace": "shop",
                                 "labels": {"app.kubernetes.io/managed-by": managed_by}}})
         };
-        let none = HashMap::new();
-        assert!(excluded.excludes_object(&report("sartor-audit", "sartor"), &reports, &none));
-        assert!(!excluded.excludes_object(&report("sartor-audit", "kyverno"), &reports, &none));
-        assert!(!excluded.excludes_object(&report("nightly", "sartor"), &reports, &none));
+        assert!(left_out(&report("sartor-audit", "sartor"), &reports, &none));
+        assert!(!left_out(
+            &report("sartor-audit", "kyverno"),
+            &reports,
+            &none
+        ));
+        assert!(!left_out(&report("nightly", "sartor"), &reports, &none));
     }
 }

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::fmt;
 
 pub use sartor_api::{Operation, Source};
+pub use sartor_api::is_namespace_kind;
 use serde_json::Value;
 
 use crate::external::{NoAnswers, ProviderAnswers};
@@ -136,14 +137,6 @@ impl Gvk {
     pub fn is_namespace(&self) -> bool {
         is_namespace_kind(&self.group, &self.kind)
     }
-}
-
-/// Whether `group` and `kind` name the core `Namespace` kind, which is its
-/// own namespace (for the namespace rules, its name is the namespace): the
-/// one test, for callers holding a group and kind rather than a [`Gvk`].
-/// The MAP export spells the same test in CEL.
-pub fn is_namespace_kind(group: &str, kind: &str) -> bool {
-    group.is_empty() && kind == "Namespace"
 }
 
 impl fmt::Display for Gvk {

@@ -7,7 +7,8 @@ use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use sartor_api::{
-    GATEKEEPER_GROUP, GROUP, MutatorKind, Protection, Wildcard, json_type, parse_mutator, protected,
+    Exclusion, Exclusions, GATEKEEPER_GROUP, GROUP, MutatorKind, Protection, Wildcard, json_type,
+    namespace_of, parse_mutator, protected,
 };
 use sartor_engine::{
     Admission, Conflict, Failure, MutateError, Mutation, Mutator, MutatorId, NamespaceLookup,
@@ -41,15 +42,13 @@ pub enum OnError {
 /// The skip rules and error policy of one server.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Settings {
-    /// The namespace sartor runs in; its objects are never mutated.
-    pub namespace: String,
     /// sartor's own service account username
     /// (`system:serviceaccount:NAMESPACE:NAME`); its requests are never mutated.
     pub service_account: String,
-    /// Namespaces whose objects are never mutated: exact names or globs with
-    /// a leading and/or trailing `*` (`kube-*`, `*-system`), as Gatekeeper's
-    /// exempt namespaces.
-    pub excluded_namespaces: Vec<Wildcard>,
+    /// The namespaces whose objects are never mutated: sartor's own and
+    /// exact names or globs with a leading and/or trailing `*` (`kube-*`,
+    /// `*-system`), as Gatekeeper's exempt namespaces.
+    pub exclusions: Exclusions,
     /// What to answer when a mutation fails.
     pub on_error: OnError,
     /// Namespaces that may be given the exemption label [`EXEMPTION_LABEL`]
@@ -77,10 +76,8 @@ impl Settings {
     /// without mutation annotations.
     pub fn new(namespace: &str, service_account: &str) -> Settings {
         Settings {
-            namespace: namespace.to_string(),
             service_account: format!("system:serviceaccount:{namespace}:{service_account}"),
-            // Its own namespace is skipped by name (`Skip::OwnNamespace`).
-            excluded_namespaces: Wildcard::new("kube-system").into_iter().collect(),
+            exclusions: Exclusions::new(namespace, Exclusions::default().namespaces),
             on_error: OnError::Allow,
             exemptable_namespaces: Vec::new(),
             mutation_annotations: false,
@@ -572,23 +569,18 @@ impl Webhook {
         if request.user_info.username == self.settings.service_account {
             return Some(Skip::OwnServiceAccount);
         }
-        let namespace = if is_namespace_kind(&request.kind.group, &request.kind.kind) {
-            namespace_object_name(request)
-        } else {
-            request.namespace.as_str()
-        };
-        if namespace == self.settings.namespace {
-            return Some(Skip::OwnNamespace);
+        let namespace = namespace_of(
+            &request.kind.group,
+            &request.kind.kind,
+            &request.namespace,
+            namespace_object_name(request),
+        );
+        // The exemption label is the API server's to apply (the install's
+        // namespaceSelector): the request carries no Namespace labels.
+        match self.settings.exclusions.of(namespace, None)? {
+            Exclusion::OwnNamespace => Some(Skip::OwnNamespace),
+            Exclusion::Excluded | Exclusion::Exempt => Some(Skip::ExcludedNamespace),
         }
-        if self
-            .settings
-            .excluded_namespaces
-            .iter()
-            .any(|excluded| excluded.matches(namespace))
-        {
-            return Some(Skip::ExcludedNamespace);
-        }
-        None
     }
 
     /// Answers a `/v1/validate` body: denies a mutator that does not compile,
@@ -640,10 +632,11 @@ impl Webhook {
         }
         let name = namespace_object_name(request);
         let exemptable = &self.settings.exemptable_namespaces;
-        if name == self.settings.namespace || exemptable.iter().any(|w| w.matches(name)) {
+        let own = self.settings.exclusions.own_namespace.as_str();
+        if name == own || exemptable.iter().any(|w| w.matches(name)) {
             return (AdmissionResponse::allow(uid), Outcome::Allowed);
         }
-        let allowed: Vec<&str> = std::iter::once(self.settings.namespace.as_str())
+        let allowed: Vec<&str> = std::iter::once(own)
             .chain(exemptable.iter().map(Wildcard::as_str))
             .collect();
         let message = format!(

@@ -444,7 +444,8 @@ async fn each_skip_rule_allows_without_a_patch() {
     let mut setup = Setup::new();
     setup
         .settings
-        .excluded_namespaces
+        .exclusions
+        .namespaces
         .extend(["legacy", "team-*", "*-sandbox"].map(|glob| Wildcard::new(glob).unwrap()));
     let harness = setup.start("skips").await;
     let v1 = "admission.k8s.io/v1";

@@ -243,7 +243,7 @@ impl ServeArgs {
     pub(super) fn settings(&self) -> Settings {
         let mut settings = Settings::new(&self.namespace, &self.service_account);
         // The flag's default holds kube-system; given, the flags say it all.
-        settings.excluded_namespaces = self.exclude_namespaces.clone();
+        settings.exclusions.namespaces = self.exclude_namespaces.clone();
         settings.mutation_annotations = self.mutation_annotations;
         settings.log_mutations = self.log_mutations;
         settings.exemptable_namespaces = self.exemptable_namespaces.clone();

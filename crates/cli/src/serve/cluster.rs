@@ -4,7 +4,8 @@
 use std::time::Duration;
 
 use anyhow::Context as _;
-use sartor_controller::audit::{Excluded, InClusterAudit};
+use sartor_api::Exclusions;
+use sartor_controller::audit::InClusterAudit;
 use sartor_controller::{
     CertManager, CertOptions, LeaseHolder, MutatorWatch, NamespaceCache, ProviderWatch,
     RulesWriter, StatusLimits, StatusWriter,
@@ -138,10 +139,7 @@ pub(super) async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
             InClusterAudit {
                 client: client.clone(),
                 feed: wired.feed.clone(),
-                excluded: Excluded {
-                    sartor_namespace: args.namespace.clone(),
-                    namespaces: args.exclude_namespaces.clone(),
-                },
+                exclusions: Exclusions::new(&args.namespace, args.exclude_namespaces.clone()),
                 interval: Duration::from_secs(args.audit_interval),
                 leader,
                 namespaces: namespaces.clone(),

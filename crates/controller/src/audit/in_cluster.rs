@@ -23,7 +23,7 @@ use futures::StreamExt as _;
 use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
 use kube::runtime::{WatchStreamExt as _, watcher};
-use sartor_api::{API_VERSION, REPAIR_LABEL};
+use sartor_api::{API_VERSION, Exclusions, REPAIR_LABEL};
 use sartor_engine::{MutatorId, Operation, System, is_namespace_kind};
 use sartor_state::{Lookup, Namespaces as _, Snapshot};
 use serde_json::{Value, json};
@@ -32,8 +32,8 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 use super::{
-    Audited, Excluded, Forbidden, Keep, Outcome, PAGE, Repaired, Repairer, ReportWriter, Reports,
-    ScanOf, Stored, Write, audit, kind_label, namespace_and_name, scan_listing,
+    Audited, Forbidden, Keep, Outcome, PAGE, Repaired, Repairer, ReportWriter, Reports, ScanOf,
+    Stored, Write, audit, kind_label, namespace_and_name, scan_listing,
 };
 use crate::api_errors::is_not_found;
 use crate::feed::Feed;
@@ -83,7 +83,7 @@ pub struct InClusterAudit {
     /// The mutators in force, and where the audit's problem is said.
     pub feed: Feed,
     /// The namespaces the webhook never sees, left out as it leaves them.
-    pub excluded: Excluded,
+    pub exclusions: Exclusions,
     /// The time between full scans.
     pub interval: Duration,
     /// Whether this replica holds the Lease ([`crate::LeaseHolder::run`]).
@@ -431,7 +431,7 @@ impl InClusterAudit {
         let of = ScanOf {
             system: &snapshot.system,
             namespace,
-            excluded: &self.excluded,
+            exclusions: &self.exclusions,
             operation: OPERATION,
             forbidden: Forbidden::LeftOut,
             keep: Keep::Changes,
@@ -603,7 +603,7 @@ impl InClusterAudit {
         object: Value,
         resource: &ApiResource,
     ) -> Option<super::Audited> {
-        if self.excluded.excludes_object(&object, resource, namespaces) {
+        if super::left_out(&self.exclusions, &object, resource, namespaces) {
             return None;
         }
         audit(
