@@ -8,9 +8,15 @@
 //! creates an element, so writing below `[name: *]` changes which
 //! `containers` there are no more than writing a field does; writing below
 //! `[name: app]` may add `app`.
+//!
+//! A mutation that reads what another writes may apply a pass later than
+//! it; [`late`] finds the first one that sartor may apply in a third pass.
 
+use std::collections::BTreeSet;
 use std::fmt;
 
+use sartor_api::{Match, SetOperation};
+use sartor_engine::json_equal;
 use sartor_location::{KeyValue, Node, Path};
 use serde_json::Value;
 
@@ -110,6 +116,153 @@ pub(crate) fn overlaps(read: &Read, write: &Write) -> bool {
         read.path.len().checked_sub(1).and_then(|at| write.get(at)),
         Some(Segment::Element { value: None, .. })
     )
+}
+
+/// What a mutation reads and writes, and what tells whether two of them
+/// meet: all the pass analysis needs of it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Effects {
+    /// What it writes.
+    pub(crate) writes: Vec<Write>,
+    /// What its decision reads.
+    pub(crate) reads: Vec<Read>,
+    /// The kinds (group, kind) it can apply to; `None`: any kind.
+    pub(crate) kinds: Option<BTreeSet<(String, String)>>,
+    /// A ModifySet's operation and values.
+    pub(crate) set: Option<(SetOperation, Vec<Value>)>,
+}
+
+impl Effects {
+    /// Whether `self`, reading its own list, may need to run again after
+    /// `writer` writes it at `write`: not when both are ModifySets whose
+    /// values the other does not undo (merges only add, prunes only
+    /// remove; a merge and a prune commute unless they share a value).
+    fn rereads(&self, read: &Read, writer: &Effects, write: &Write) -> bool {
+        let own = self.writes.iter().any(|mine| mine.path == read.path);
+        match (&self.set, &writer.set) {
+            (Some((merges, values)), Some((other_merges, others)))
+                if own && write.path.len() == read.path.len() =>
+            {
+                merges != other_merges
+                    && values
+                        .iter()
+                        .any(|value| others.iter().any(|other| json_equal(value, other)))
+            }
+            _ => true,
+        }
+    }
+}
+
+/// The passes the API server runs a policy: once, and once more when the
+/// first run changed the object (`reinvocationPolicy: IfNeeded`; a policy is
+/// run again after its own change, as the cluster suite checks).
+pub(crate) const PASSES: usize = 2;
+
+/// A mutation sartor may apply in a pass after [`PASSES`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Late {
+    /// Its place in the list.
+    pub(crate) at: usize,
+    /// What it reads that a later write changes, as a location.
+    pub(crate) path: String,
+    /// The place of the mutation whose write it waits for.
+    pub(crate) writer: usize,
+    /// The pass sartor may apply it in.
+    pub(crate) pass: usize,
+}
+
+/// The first of `mutations` (in sartor's order) that sartor may apply in a
+/// pass after [`PASSES`].
+///
+/// A mutation whose decision reads what another writes may first apply in
+/// the pass that write happens in, when the writer comes before it, or in
+/// the pass after, when the writer comes after it.
+pub(crate) fn late(mutations: &[&Effects]) -> Option<Late> {
+    // (reader, writer, what the reader reads)
+    let mut edges = Vec::new();
+    for (reader_at, reader) in mutations.iter().enumerate() {
+        for (writer_at, writer) in mutations.iter().enumerate() {
+            let common_kind = match (&reader.kinds, &writer.kinds) {
+                (Some(a), Some(b)) => !a.is_disjoint(b),
+                _ => true,
+            };
+            if reader_at == writer_at || !common_kind {
+                continue;
+            }
+            let read = reader.reads.iter().find(|read| {
+                writer
+                    .writes
+                    .iter()
+                    .any(|write| overlaps(read, write) && reader.rereads(read, writer, write))
+            });
+            if let Some(read) = read {
+                edges.push((reader_at, writer_at, Shown(&read.path).to_string()));
+            }
+        }
+    }
+    let mut pass = vec![1usize; mutations.len()];
+    let mut why: Vec<Option<(String, usize)>> = vec![None; mutations.len()];
+    // Each round lengthens the longest chain by one; a cycle grows past
+    // PASSES, where the loop stops.
+    for _ in 0..=mutations.len() {
+        let mut changed = false;
+        for (reader, writer, path) in &edges {
+            let written = pass.get(*writer).copied().unwrap_or(1);
+            let needed = if writer > reader {
+                written + 1
+            } else {
+                written
+            };
+            if let (Some(at), Some(reason)) = (pass.get_mut(*reader), why.get_mut(*reader))
+                && needed > *at
+            {
+                *at = needed;
+                *reason = Some((path.clone(), *writer));
+                changed = true;
+            }
+        }
+        if !changed || pass.iter().any(|p| *p > PASSES) {
+            break;
+        }
+    }
+    let (at, pass) = pass.iter().enumerate().find(|(_, p)| **p > PASSES)?;
+    let (path, writer) = why.get(at).cloned().flatten()?;
+    Some(Late {
+        at,
+        path,
+        writer,
+        pass: *pass,
+    })
+}
+
+/// What `match` reads of the object, which a write before it may change.
+pub(crate) fn match_reads(criteria: &Match) -> Vec<Read> {
+    let value = |names: &[&str]| Read {
+        path: fields(names),
+        existence: false,
+    };
+    let mut reads = Vec::new();
+    // A namespaceSelector reads a Namespace's own labels.
+    for selector in [&criteria.label_selector, &criteria.namespace_selector]
+        .into_iter()
+        .flatten()
+    {
+        let keys = selector
+            .match_labels
+            .keys()
+            .chain(selector.match_expressions.iter().map(|r| &r.key));
+        for key in keys {
+            reads.push(value(&["metadata", "labels", key]));
+        }
+    }
+    if criteria.name.is_some()
+        || !criteria.namespaces.is_empty()
+        || !criteria.excluded_namespaces.is_empty()
+    {
+        reads.push(value(&["metadata", "name"]));
+        reads.push(value(&["metadata", "generateName"]));
+    }
+    reads
 }
 
 /// A path as a location writes it.

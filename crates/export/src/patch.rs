@@ -1,9 +1,10 @@
-//! An Assign's JSON patch as CEL, node by node of its location, with the
-//! engine's rules for what is missing: a missing field is added with the
-//! rest of the path built below it (the engine creates parents), a keyed
-//! list element `[k: v]` that is not there is appended with its key, a
-//! glob `[k: *]` sets the field in every element there is and never creates
-//! one.
+//! A mutator's JSON patch as CEL. An Assign's (an AssignImage's, a
+//! ModifySet's) goes node by node of its location, with the engine's rules
+//! for what is missing: a missing field is added with the rest of the path
+//! built below it (the engine creates parents), a keyed list element
+//! `[k: v]` that is not there is appended with its key, a glob `[k: *]`
+//! sets the field in every element there is and never creates one. An
+//! AssignMetadata's adds its label or annotation when it is missing.
 //!
 //! ```text
 //!  spec . containers [name: *] . securityContext . readOnlyRootFilesystem
@@ -508,4 +509,23 @@ fn removed(
             }
         }
     }
+}
+
+/// An AssignMetadata's patch: the label or annotation added when it is not
+/// there (Gatekeeper never changes one that is), the map too when missing.
+pub(crate) fn metadata(names: &[String], value: &Literal) -> String {
+    let (Some(key), Some(map)) = (names.last(), names.get(..names.len().saturating_sub(1))) else {
+        return "[]".to_string();
+    };
+    let map_read = cel::read_path("object", map);
+    format!(
+        "(!({}) ? [JSONPatch{{op: \"add\", path: {}, value: {{{}: {}}}}}] : ({} in {map_read} ? [] : [JSONPatch{{op: \"add\", path: {}, value: {}}}]))",
+        cel::has_path("object", map),
+        cel::string(&cel::pointer(map)),
+        cel::string(key),
+        value.render(),
+        cel::string(key),
+        cel::string(&cel::pointer(names)),
+        value.render()
+    )
 }

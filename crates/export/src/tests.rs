@@ -3,6 +3,7 @@
 use serde_json::json;
 
 use super::*;
+use crate::guard::{COMPARED_NAMESPACE, IS_NAMESPACE};
 use sartor_api::MutatorKind;
 use sartor_engine::Mutator;
 
