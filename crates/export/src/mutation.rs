@@ -1,11 +1,22 @@
-//! One mutator as one mutation of the policy: its patch, guarded by its
-//! own conditions and its `match`, checked against the API server's limits.
+//! One mutator as one mutation of the policy. Each kind gives its parts
+//! (the resources it needs, its own conditions, its patch, what it reads
+//! and writes) after one look at its kind; they are then guarded by its
+//! `match` and checked against the API server's limits.
+//!
+//! ```text
+//!  spec ──kind──▶ Parts { rules, applies, patches, reads, removes, set }
+//!       ──▶ guard::guarded (applies && match) ──▶ limits::check ──▶ Mutation
+//! ```
 
 use std::collections::BTreeSet;
 
-use sartor_api::{MutatorObject, PathTest, SetOperation, SourcePattern};
+use sartor_api::{
+    AssignImageSpec, AssignMetadataSpec, AssignSpec, Match, ModifySetSpec, MutatorObject, PathTest,
+    SetOperation, SourcePattern,
+};
 use sartor_engine::{ImageParts, MutatorId, Scopes};
 use sartor_location::{Condition, Node, Path};
+use serde_json::Value;
 
 use crate::guard::{self, Rule};
 use crate::patch::{self, Leaf};
@@ -33,122 +44,209 @@ pub(crate) fn translate(
     if !spec.conditions().is_empty() {
         return Err(Reason::Conditions);
     }
-    let (criteria, location) = match spec {
-        MutatorObject::Assign(assign) => (&assign.spec.r#match, &assign.spec.location),
-        MutatorObject::AssignMetadata(meta) => (&meta.spec.r#match, &meta.spec.location),
-        MutatorObject::AssignImage(image) => (&image.spec.r#match, &image.spec.location),
-        MutatorObject::ModifySet(set) => (&set.spec.r#match, &set.spec.location),
-    };
-    if criteria.source == Some(SourcePattern::Generated) {
-        return Err(Reason::GeneratedOnly);
-    }
-    let path = Path::parse(location).map_err(|_| Reason::ListInLocation(location.to_string()))?;
-    let written = passes::segments(&path);
-    let mut removes = false;
+    let parts = match spec {
+        MutatorObject::Assign(assign) => Parts::assign(&assign.spec, resources),
+        MutatorObject::AssignImage(image) => Parts::assign_image(&image.spec, resources),
+        MutatorObject::ModifySet(set) => Parts::modify_set(&set.spec, resources),
+        MutatorObject::AssignMetadata(meta) => Parts::assign_metadata(&meta.spec, resources),
+    }?;
+    let Target {
+        criteria, written, ..
+    } = parts.target;
     let mut reads = passes::match_reads(criteria);
     reads.extend(passes::selector_reads(&written));
-    let (rules, applies, patches) = match spec {
-        MutatorObject::Assign(assign) => {
-            let source = value::source(&assign.spec.parameters.assign)?;
-            let (rules, applies) = guard::apply_to(&assign.spec.apply_to, resources)?;
-            let tests = path_tests(&assign.spec.parameters.path_tests, &mut reads)?;
-            let applies = std::iter::once(applies).chain(tests).collect::<Vec<_>>();
-            let (patches, when) = match source {
-                Source::Set { value, when } => {
-                    (patch::assign(path.nodes(), &Leaf::Value(value))?, when)
-                }
-                Source::Remove => {
-                    removes = true;
-                    (patch::remove(path.nodes())?, None)
-                }
-            };
-            let applies = applies.into_iter().chain(when).collect::<Vec<_>>();
-            (rules, applies.join(" && "), patches)
-        }
-        MutatorObject::AssignImage(image) => {
-            let parameters = &image.spec.parameters;
-            let parts = ImageParts {
-                domain: parameters.assign_domain.clone(),
-                path: parameters.assign_path.clone(),
-                tag: parameters.assign_tag.clone(),
-            };
-            if !parts.idempotent() {
-                return Err(Reason::ImagePathAlone);
-            }
-            let (rules, applies) = guard::apply_to(&image.spec.apply_to, resources)?;
-            let tests = path_tests(&parameters.path_tests, &mut reads)?;
-            // The new image is made of the one there.
-            reads.push(passes::Read {
-                path: written.clone(),
-                existence: false,
-            });
-            let applies = std::iter::once(applies).chain(tests).collect::<Vec<_>>();
-            let patches = patch::assign(path.nodes(), &Leaf::Image(parts))?;
-            (rules, applies.join(" && "), patches)
-        }
-        MutatorObject::ModifySet(set) => {
-            let parameters = &set.spec.parameters;
-            let (rules, applies) = guard::apply_to(&set.spec.apply_to, resources)?;
-            let tests = path_tests(&parameters.path_tests, &mut reads)?;
-            // Merge and prune both depend on the list there.
-            reads.push(passes::Read {
-                path: written.clone(),
-                existence: false,
-            });
-            let values = parameters.values.from_list.clone();
-            values.iter().try_for_each(value::json_safe)?;
-            let leaf = match parameters.operation {
-                SetOperation::Merge => Leaf::Merge(values),
-                SetOperation::Prune => Leaf::Prune(values),
-            };
-            let applies = std::iter::once(applies).chain(tests).collect::<Vec<_>>();
-            let patches = patch::assign(path.nodes(), &leaf)?;
-            (rules, applies.join(" && "), patches)
-        }
-        MutatorObject::AssignMetadata(meta) => {
-            let Source::Set { value, when } = value::source(&meta.spec.parameters.assign)? else {
-                return Err(Reason::NotConstant("remove"));
-            };
-            let rules = guard::kinds_rules(criteria, resources)?;
-            let names = field_names(location)?;
-            let applies = when.unwrap_or_else(|| "true".to_string());
-            (rules, applies, patch::metadata(&names, &value))
-        }
-    };
-    let expression = guard::guarded(applies, criteria, patches);
+    reads.extend(parts.reads);
+    let expression = guard::guarded(parts.applies, criteria, parts.patches);
     limits::check(&expression).map_err(|excess| match excess {
         limits::Excess::Length(length) => Reason::ExpressionTooLong(length),
         limits::Excess::Nesting(depth) => Reason::ExpressionTooDeep(depth),
     })?;
-    let kinds = rules
+    let kinds = parts
+        .rules
         .iter()
         .map(|rule| rule.kind.clone().map(|kind| (rule.group.clone(), kind)))
         .collect::<Option<BTreeSet<_>>>();
     Ok(Mutation {
         id: id.clone(),
-        rules,
+        rules: parts.rules,
         expression,
         effects: passes::Effects {
             writes: vec![passes::Write {
                 path: written,
-                removes,
+                removes: parts.removes,
             }],
             reads,
             kinds,
-            set: match spec {
-                MutatorObject::ModifySet(set) => Some((
-                    set.spec.parameters.operation,
-                    set.spec.parameters.values.from_list.clone(),
-                )),
-                _ => None,
-            },
+            set: parts.set,
         },
     })
 }
 
-/// `pathTests` as CEL conditions, each adding what it reads to `reads`.
-fn path_tests(tests: &[PathTest], reads: &mut Vec<passes::Read>) -> Result<Vec<String>, Reason> {
+/// What every kind has: its `match` and the location it writes.
+struct Target<'a> {
+    criteria: &'a Match,
+    path: Path,
+    written: Vec<passes::Segment>,
+}
+
+impl<'a> Target<'a> {
+    /// Checked first, for every kind: refused when it matches only
+    /// generated objects, or its location is not one the export reads.
+    fn new(criteria: &'a Match, location: &str) -> Result<Target<'a>, Reason> {
+        if criteria.source == Some(SourcePattern::Generated) {
+            return Err(Reason::GeneratedOnly);
+        }
+        let path =
+            Path::parse(location).map_err(|_| Reason::ListInLocation(location.to_string()))?;
+        let written = passes::segments(&path);
+        Ok(Target {
+            criteria,
+            path,
+            written,
+        })
+    }
+
+    /// What the value there reads: an image made of the one there, a set
+    /// merged into or pruned from the list there.
+    fn value_read(&self) -> passes::Read {
+        passes::Read {
+            path: self.written.clone(),
+            existence: false,
+        }
+    }
+}
+
+/// What a mutator's kind gives its mutation.
+struct Parts<'a> {
+    target: Target<'a>,
+    /// Whether it removes what is at its location.
+    removes: bool,
+    /// The resources it needs.
+    rules: BTreeSet<Rule>,
+    /// Its own conditions (applyTo, pathTests, a value it needs) joined by
+    /// `&&`; `"true"` for none.
+    applies: String,
+    /// Its patch, a CEL list.
+    patches: String,
+    /// What its own conditions and its value read, beside `match` and the
+    /// location's list selectors.
+    reads: Vec<passes::Read>,
+    /// A ModifySet's operation and values.
+    set: Option<(SetOperation, Vec<Value>)>,
+}
+
+impl<'a> Parts<'a> {
+    /// An Assign: its value set (or removed) at its location, under its
+    /// applyTo and pathTests.
+    fn assign(spec: &'a AssignSpec, resources: &Scopes) -> Result<Parts<'a>, Reason> {
+        let target = Target::new(&spec.r#match, &spec.location)?;
+        let source = value::source(&spec.parameters.assign)?;
+        let (rules, applies) = guard::apply_to(&spec.apply_to, resources)?;
+        let (tests, reads) = path_tests(&spec.parameters.path_tests)?;
+        let (patches, when, removes) = match source {
+            Source::Set { value, when } => (
+                patch::assign(target.path.nodes(), &Leaf::Value(value))?,
+                when,
+                false,
+            ),
+            Source::Remove => (patch::remove(target.path.nodes())?, None, true),
+        };
+        Ok(Parts {
+            target,
+            removes,
+            rules,
+            applies: all(std::iter::once(applies).chain(tests).chain(when)),
+            patches,
+            reads,
+            set: None,
+        })
+    }
+
+    /// An AssignImage: the image there with its parts put in.
+    fn assign_image(spec: &'a AssignImageSpec, resources: &Scopes) -> Result<Parts<'a>, Reason> {
+        let target = Target::new(&spec.r#match, &spec.location)?;
+        let parameters = &spec.parameters;
+        let parts = ImageParts {
+            domain: parameters.assign_domain.clone(),
+            path: parameters.assign_path.clone(),
+            tag: parameters.assign_tag.clone(),
+        };
+        if !parts.idempotent() {
+            return Err(Reason::ImagePathAlone);
+        }
+        let (rules, applies) = guard::apply_to(&spec.apply_to, resources)?;
+        let (tests, mut reads) = path_tests(&parameters.path_tests)?;
+        reads.push(target.value_read());
+        let patches = patch::assign(target.path.nodes(), &Leaf::Image(parts))?;
+        Ok(Parts {
+            target,
+            removes: false,
+            rules,
+            applies: all(std::iter::once(applies).chain(tests)),
+            patches,
+            reads,
+            set: None,
+        })
+    }
+
+    /// A ModifySet: its values merged into or pruned from the list there.
+    fn modify_set(spec: &'a ModifySetSpec, resources: &Scopes) -> Result<Parts<'a>, Reason> {
+        let target = Target::new(&spec.r#match, &spec.location)?;
+        let parameters = &spec.parameters;
+        let (rules, applies) = guard::apply_to(&spec.apply_to, resources)?;
+        let (tests, mut reads) = path_tests(&parameters.path_tests)?;
+        reads.push(target.value_read());
+        let values = parameters.values.from_list.clone();
+        values.iter().try_for_each(value::json_safe)?;
+        let leaf = match parameters.operation {
+            SetOperation::Merge => Leaf::Merge(values.clone()),
+            SetOperation::Prune => Leaf::Prune(values.clone()),
+        };
+        let patches = patch::assign(target.path.nodes(), &leaf)?;
+        Ok(Parts {
+            target,
+            removes: false,
+            rules,
+            applies: all(std::iter::once(applies).chain(tests)),
+            patches,
+            reads,
+            set: Some((parameters.operation, values)),
+        })
+    }
+
+    /// An AssignMetadata: a label or annotation added when missing, on
+    /// every kind `match.kinds` allows.
+    fn assign_metadata(
+        spec: &'a AssignMetadataSpec,
+        resources: &Scopes,
+    ) -> Result<Parts<'a>, Reason> {
+        let target = Target::new(&spec.r#match, &spec.location)?;
+        let Source::Set { value, when } = value::source(&spec.parameters.assign)? else {
+            return Err(Reason::NotConstant("remove"));
+        };
+        let rules = guard::kinds_rules(&spec.r#match, resources)?;
+        let names = field_names(&target.path, &spec.location)?;
+        Ok(Parts {
+            target,
+            removes: false,
+            rules,
+            applies: when.unwrap_or_else(|| "true".to_string()),
+            patches: patch::metadata(&names, &value),
+            reads: Vec::new(),
+            set: None,
+        })
+    }
+}
+
+/// Conditions that must all hold, as one CEL expression.
+fn all(conditions: impl Iterator<Item = String>) -> String {
+    conditions.collect::<Vec<_>>().join(" && ")
+}
+
+/// `pathTests` as CEL conditions, and what they read.
+fn path_tests(tests: &[PathTest]) -> Result<(Vec<String>, Vec<passes::Read>), Reason> {
     let mut conditions = Vec::new();
+    let mut reads = Vec::new();
     for test in tests {
         let refused = || Reason::GlobPathTest(test.sub_path.clone());
         let sub = Path::parse(&test.sub_path).map_err(|_| refused())?;
@@ -162,13 +260,12 @@ fn path_tests(tests: &[PathTest], reads: &mut Vec<passes::Read>) -> Result<Vec<S
             existence: true,
         });
     }
-    Ok(conditions)
+    Ok((conditions, reads))
 }
 
-/// The field names of `location`, or why it is not only fields.
-fn field_names(location: &str) -> Result<Vec<String>, Reason> {
-    // The loader parsed every location already: an error here is a list.
-    let path = Path::parse(location).map_err(|_| Reason::ListInLocation(location.to_string()))?;
+/// The field names of `path` (the parsed `location`), or why it is not only
+/// fields.
+fn field_names(path: &Path, location: &str) -> Result<Vec<String>, Reason> {
     path.nodes()
         .iter()
         .map(|node| match node {
