@@ -37,7 +37,7 @@ mod value;
 use std::collections::HashMap;
 use std::fmt;
 
-use sartor_api::{MutatorObject, Wildcard};
+use sartor_api::{Exclusions, MutatorObject};
 use sartor_engine::{MutatorId, Scopes, System};
 use serde_json::Value;
 
@@ -48,11 +48,10 @@ use crate::mutation::Mutation;
 pub struct Options {
     /// The policy's and the binding's name.
     pub name: String,
-    /// sartor's namespace: left out, as the install's webhook leaves it out.
-    pub sartor_namespace: String,
-    /// Namespaces left out (names or globs), as `sartor serve
-    /// --exclude-namespace` leaves them out.
-    pub excluded_namespaces: Vec<Wildcard>,
+    /// The namespaces left out, as the install leaves them out: sartor's
+    /// own, the `--exclude-namespace` names and globs, and those labelled
+    /// with the exemption label.
+    pub exclusions: Exclusions,
     /// What the API server does when a mutation fails.
     pub failure_policy: FailurePolicy,
     /// The kinds the cluster serves and their resources (plurals): the
@@ -64,8 +63,7 @@ impl Default for Options {
     fn default() -> Options {
         Options {
             name: "sartor".to_string(),
-            sartor_namespace: "sartor-system".to_string(),
-            excluded_namespaces: Wildcard::new("kube-system").into_iter().collect(),
+            exclusions: Exclusions::default(),
             failure_policy: FailurePolicy::Ignore,
             resources: Scopes::builtin().clone(),
         }

@@ -20,15 +20,9 @@ pub(crate) fn policy(mutations: &[Mutation], options: &Options) -> Vec<Value> {
     let rules: Vec<&Rule> = mutations.iter().flat_map(|m| &m.rules).collect();
     // The install's exclusions: the exemption label, sartor's namespace and
     // the excluded namespaces by name; globs as a match condition.
-    let mut names = BTreeSet::from([options.sartor_namespace.as_str()]);
-    let mut globs = Vec::new();
-    for excluded in &options.excluded_namespaces {
-        if excluded.as_str().contains('*') {
-            globs.push(excluded.cel(COMPARED_NAMESPACE));
-        } else {
-            names.insert(excluded.as_str());
-        }
-    }
+    let (names, globs) = options.exclusions.names_and_globs();
+    let names: BTreeSet<&str> = names.into_iter().collect();
+    let globs: Vec<String> = globs.iter().map(|w| w.cel(COMPARED_NAMESPACE)).collect();
     // What sartor never mutates, where a rule could reach it: Gatekeeper's
     // policy groups and admission configuration by resource, sartor's own
     // groups (any group under its domain) as a condition. The API server

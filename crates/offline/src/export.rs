@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 
 use clap::{Args, Subcommand, ValueEnum};
-use sartor_api::{Input, MutatorObject, Origin, Wildcard};
+use sartor_api::{Exclusions, Input, MutatorObject, Origin, Wildcard};
 use sartor_engine::{MutatorId, Scopes, System};
 use sartor_export::{FailurePolicy, Options};
 use serde_json::Value;
@@ -138,8 +138,7 @@ pub fn run(command: &ExportCommand) -> anyhow::Result<Exit> {
     };
     let options = Options {
         name: args.name.clone(),
-        sartor_namespace: args.sartor_namespace.clone(),
-        excluded_namespaces: args.exclude_namespaces.clone(),
+        exclusions: Exclusions::new(&args.sartor_namespace, args.exclude_namespaces.clone()),
         failure_policy: match args.failure_policy {
             Failure::Ignore => FailurePolicy::Ignore,
             Failure::Fail => FailurePolicy::Fail,
