@@ -4,8 +4,8 @@
 //! prints results. Results go to stdout, problems to stderr. Exit codes:
 //! 0 ok, 1 a mutation failed, 2 invalid input.
 
-// Results go through `sartor_offline::stdout::print`: `print!` panics when
-// the reader has gone (`sartor audit | head`).
+// Results go through an `Io` or `sartor_offline::stdout::print`: `print!`
+// panics when the reader has gone (`sartor audit | head`).
 #![deny(clippy::print_stdout)]
 
 mod audit;
@@ -15,7 +15,7 @@ mod serve;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use sartor_offline::{Exit, lint, mutate, test};
+use sartor_offline::{Exit, Io, lint, mutate, test};
 
 /// Gatekeeper-style mutation for Kubernetes: preview, lint and test mutators
 /// offline, with the engine the webhook runs.
@@ -55,9 +55,9 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
-        Command::Mutate(args) => mutate::run(&args),
-        Command::Lint(args) => lint::run(&args),
-        Command::Test(args) => test::run(&args),
+        Command::Mutate(args) => with_std_io(|io| mutate::run(&args, io)),
+        Command::Lint(args) => with_std_io(|io| lint::run(&args, io)),
+        Command::Test(args) => with_std_io(|io| test::run(&args, io)),
         Command::Serve(args) => serve::run(&args),
         Command::Audit(args) => audit::run(&args),
         Command::Crds(args) => crds::run(&args),
@@ -72,4 +72,24 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// Runs an offline command on the process's standard streams, stdout and
+/// stderr locked for its length (diffs coloured when stdout is a
+/// terminal). Standard input is not locked here: the loader locks it when
+/// it reads `-`, and that lock is not reentrant.
+fn with_std_io(command: impl FnOnce(&mut Io<'_>) -> anyhow::Result<Exit>) -> anyhow::Result<Exit> {
+    use std::io::IsTerminal as _;
+    let colour = std::io::stdout().is_terminal();
+    let (mut stdin, mut stdout, mut stderr) = (
+        std::io::stdin(),
+        std::io::stdout().lock(),
+        std::io::stderr().lock(),
+    );
+    command(&mut Io {
+        stdin: &mut stdin,
+        out: &mut stdout,
+        err: &mut stderr,
+        colour,
+    })
 }

@@ -2,7 +2,7 @@
 //! (the preview) and `sartor test`, run on files, with the engine the
 //! webhook runs and no cluster client. A GitOps repository's CI runs these;
 //! the `sartor` binary only parses its command line and calls [`lint::run`],
-//! [`mutate::run`] or [`test::run`].
+//! [`mutate::run`] or [`test::run`] with its standard streams.
 //!
 //! ```text
 //!  paths ──load (sartor_api's loader)──▶ a repository: mutators, objects,
@@ -14,30 +14,49 @@
 //!                                          ──test: suites of cases ──▶ text, JSON or JUnit
 //! ```
 //!
-//! Every command returns an [`Exit`], the exit code other tools rely on.
+//! Every command takes its flags (the `clap` arguments the binary parses)
+//! and an [`Io`]: where `-` is read from, where its results go (`out`, the
+//! binary's stdout) and where its problems go (`err`, the binary's stderr),
+//! each written as it is ready. It returns an [`Exit`], the exit code other
+//! tools rely on, or an error when `out` or `err` cannot be written (a
+//! closed pipe: `writing to stdout: Broken pipe ...`).
 //!
 //! ```
 //! use clap::Parser;
+//! use sartor_offline::{Exit, Io, mutate};
 //!
-//! /// `sartor lint`'s flags, as the binary takes them.
+//! /// `sartor mutate`'s flags, as the binary takes them.
 //! #[derive(Parser)]
-//! struct Lint {
+//! struct Mutate {
 //!     #[command(flatten)]
-//!     args: sartor_offline::lint::LintArgs,
+//!     args: mutate::MutateArgs,
 //! }
 //!
-//! // The repository's example mutators load, compile and agree.
-//! let lint = Lint::parse_from(["lint", "--mutators", "../../examples/mutators"]);
-//! assert_eq!(sartor_offline::lint::run(&lint.args)?, sartor_offline::Exit::Ok);
+//! // The repository's example mutators on a Pod given as standard input.
+//! let examples = "../../examples";
+//! let mutate = Mutate::parse_from([
+//!     "mutate",
+//!     "--mutators", &format!("{examples}/mutators"),
+//!     "--namespaces", &format!("{examples}/objects/namespace.yaml"),
+//!     "-",
+//! ]);
+//! let pod = "{apiVersion: v1, kind: Pod, metadata: {name: web, namespace: prod-shop}, \
+//!            spec: {containers: [{name: app, image: nginx}]}}";
+//! let (mut out, mut err) = (Vec::new(), Vec::new());
+//! let mut io = Io { stdin: &mut pod.as_bytes(), out: &mut out, err: &mut err, colour: false };
+//! assert_eq!(mutate::run(&mutate.args, &mut io)?, Exit::Ok);
+//! assert!(String::from_utf8(out)?.contains("imagePullPolicy: Always"));
+//! assert_eq!(String::from_utf8(err)?, "");
 //! # Ok::<(), anyhow::Error>(())
 //! ```
 
-// Results go through `stdout::print`: `print!` panics when the reader has
-// gone (`sartor audit | head`).
+// Results go through an `Io` (or `stdout::print`): `print!` panics when the
+// reader has gone (`sartor audit | head`).
 #![deny(clippy::print_stdout)]
 
 pub mod export;
 mod external;
+mod io;
 pub mod lint;
 mod load;
 pub mod mutate;
@@ -45,6 +64,7 @@ mod report;
 pub mod stdout;
 pub mod test;
 
+pub use io::Io;
 pub use load::namespaces;
 pub use mutate::{colour, explain_as, to_yaml, yaml_diff};
 /// The JUnit XML writer of `sartor test`, which `sartor audit -o junit` shares.

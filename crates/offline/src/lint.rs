@@ -1,5 +1,8 @@
 //! `sartor lint`: check every mutator and the set as a whole.
 
+// Everything goes through the `Io` given: a test reads what a user would see.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
 use clap::{Args, ValueEnum};
 use serde_json::json;
 
@@ -8,8 +11,9 @@ use sartor_api::Input;
 use sartor_engine::analysis::gatekeeper::Class;
 use sartor_engine::analysis::{Rule, Severity};
 
+use crate::io::say;
 use crate::load::Category;
-use crate::{Exit, load};
+use crate::{Exit, Io, load};
 
 /// Check mutators: every one must compile, no two may conflict, and the
 /// set is analysed for what can be proven without an object.
@@ -127,13 +131,14 @@ enum LintFormat {
     Json,
 }
 
-/// Runs `sartor lint`.
+/// Runs `sartor lint`: the findings on `io.err` (text) or `io.out`
+/// (JSON); an input `-` is read from `io.stdin`.
 ///
 /// # Errors
-/// Only when JSON output cannot be serialized.
-pub fn run(args: &LintArgs) -> anyhow::Result<Exit> {
+/// JSON output that cannot be serialized, or `io` that cannot be written.
+pub fn run(args: &LintArgs, io: &mut Io<'_>) -> anyhow::Result<Exit> {
     let inputs: Vec<Input> = args.paths.iter().map(|p| Input::from_arg(p)).collect();
-    let repository = load::repository(&args.mutators, &inputs);
+    let repository = load::repository_with(&args.mutators, &inputs, io.stdin, usize::MAX);
     let system = &repository.system;
     let (scopes, unreadable) = repository.scopes(&args.api_resources);
     let allowed = |f: &load::Finding| !args.allow.iter().any(|a| a.covers(f.category));
@@ -173,7 +178,7 @@ pub fn run(args: &LintArgs) -> anyhow::Result<Exit> {
     match args.output {
         LintFormat::Text => {
             for finding in &findings {
-                eprintln!("{}: {finding}", finding.severity());
+                say!(io, "{}: {finding}", finding.severity())?;
             }
             let others = match skipped {
                 0 => String::new(),
@@ -181,7 +186,7 @@ pub fn run(args: &LintArgs) -> anyhow::Result<Exit> {
                 n => format!(" ({n} other documents skipped)"),
             };
             if findings.is_empty() {
-                eprintln!("{} mutators, no problems{others}", system.len());
+                say!(io, "{} mutators, no problems{others}", system.len())?;
             } else if errors == 0 {
                 let mut counts = Vec::new();
                 for (n, one, many) in [(warnings, "warning", "warnings"), (infos, "note", "notes")]
@@ -192,11 +197,12 @@ pub fn run(args: &LintArgs) -> anyhow::Result<Exit> {
                         n => counts.push(format!("{n} {many}")),
                     }
                 }
-                eprintln!(
+                say!(
+                    io,
                     "{} mutators, no errors, {}{others}",
                     system.len(),
                     counts.join(", ")
-                );
+                )?;
             }
         }
         LintFormat::Json => {
@@ -207,7 +213,7 @@ pub fn run(args: &LintArgs) -> anyhow::Result<Exit> {
                 "warnings": warnings,
                 "findings": findings.iter().map(load::Finding::to_json).collect::<Vec<_>>(),
             });
-            crate::stdout::print_line(&serde_json::to_string_pretty(&report)?)?;
+            io.print_line(&serde_json::to_string_pretty(&report)?)?;
         }
     }
     Ok(if errors > 0 || (args.strict && warnings > 0) {

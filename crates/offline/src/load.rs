@@ -6,7 +6,7 @@ use std::fmt;
 use sartor_api::{
     Document, Input, LoadError, Loaded, LoadedProvider, LoadedTemplate, MutatorObject, Origin,
     Problem, api_group, is_expansion_template_document, is_mutator_document, is_provider_document,
-    json_type, mutators_from_documents, parse_mutator, read_documents, read_documents_with_stdin,
+    json_type, mutators_from_documents, parse_mutator, read_documents_with_stdin,
     template_from_document, visit_documents,
 };
 use sartor_engine::analysis::gatekeeper::{self, Class};
@@ -760,8 +760,16 @@ fn compile(
 /// Reads the Namespace objects under `paths` (`--namespaces`), by name, and
 /// a message for every unreadable input or object that is not a Namespace.
 pub fn namespaces(paths: &[String]) -> (HashMap<String, Value>, Vec<String>) {
+    namespaces_with(paths, &mut std::io::stdin().lock())
+}
+
+/// [`namespaces`], reading `-` from `stdin`.
+pub fn namespaces_with(
+    paths: &[String],
+    stdin: &mut dyn std::io::Read,
+) -> (HashMap<String, Value>, Vec<String>) {
     let inputs: Vec<Input> = paths.iter().map(|p| Input::from_arg(p)).collect();
-    let (documents, errors) = read_documents(&inputs);
+    let (documents, errors) = read_documents_with_stdin(&inputs, stdin);
     let mut messages: Vec<String> = errors.iter().map(ToString::to_string).collect();
     let mut namespaces = HashMap::new();
     for document in documents {

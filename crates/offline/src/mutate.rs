@@ -1,6 +1,9 @@
 //! `sartor mutate`: apply the mutators to objects read from files, as the
 //! webhook would, and print the results in input order.
 
+// Everything goes through the `Io` given: a test reads what a user would see.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
 use std::collections::{HashMap, HashSet};
 
 use anyhow::Context as _;
@@ -12,9 +15,10 @@ use sartor_engine::{
 };
 use serde_json::{Value, json};
 
-use crate::Exit;
 use crate::external::External;
+use crate::io::say;
 use crate::load::{self, namespace_name};
+use crate::{Exit, Io};
 
 /// Apply mutators to Kubernetes objects and print the results.
 ///
@@ -129,13 +133,16 @@ enum Format {
 /// three-container Pods parsed take about 55 MB).
 const OBJECTS_KEPT: usize = 10_000;
 
-/// Runs `sartor mutate`.
+/// Runs `sartor mutate`: the objects (or `--explain`, `--diff`) on
+/// `io.out`, problems on `io.err`; an input `-` (the default) is read from
+/// `io.stdin`.
 ///
 /// # Errors
-/// Only for output that cannot be written or serialized.
-pub fn run(args: &MutateArgs) -> anyhow::Result<Exit> {
+/// Only for output that cannot be written or serialized, or standard
+/// input that cannot be read.
+pub fn run(args: &MutateArgs, io: &mut Io<'_>) -> anyhow::Result<Exit> {
     if let Some(problem) = invalid_namespace(&args.namespace) {
-        eprintln!("error: -n/--namespace: {problem}");
+        say!(io, "error: -n/--namespace: {problem}")?;
         return Ok(Exit::InvalidInput);
     }
     let inputs: Vec<Input> = if args.inputs.is_empty() {
@@ -151,12 +158,11 @@ pub fn run(args: &MutateArgs) -> anyhow::Result<Exit> {
         .iter()
         .any(|m| Input::from_arg(m) == Input::Stdin);
     if explicit_stdin || inputs.contains(&Input::Stdin) {
-        std::io::Read::read_to_string(&mut std::io::stdin().lock(), &mut stdin)
-            .context("reading standard input")?;
+        std::io::Read::read_to_string(io.stdin, &mut stdin).context("reading standard input")?;
     }
     let repository =
         load::repository_with(&args.mutators, &inputs, &mut stdin.as_bytes(), OBJECTS_KEPT);
-    let (mut namespaces, namespace_errors) = load::namespaces(&args.namespaces);
+    let (mut namespaces, namespace_errors) = load::namespaces_with(&args.namespaces, io.stdin);
     let mut invalid = false;
     for error in repository
         .findings
@@ -165,29 +171,30 @@ pub fn run(args: &MutateArgs) -> anyhow::Result<Exit> {
         .map(ToString::to_string)
         .chain(namespace_errors)
     {
-        eprintln!("error: {error}");
+        say!(io, "error: {error}")?;
         invalid = true;
     }
     if !args.strict {
         for note in repository.skipped_notes() {
-            eprintln!("warning: {note} (--strict makes it an error)");
+            say!(io, "warning: {note} (--strict makes it an error)")?;
         }
     }
     if invalid {
         return Ok(Exit::InvalidInput);
     }
     if args.mutators.is_empty() && repository.found == 0 {
-        eprintln!(
+        say!(
+            io,
             "error: no mutators: give --mutators, or include mutator documents \
              (apiVersion mutations.sartor.dev/v1 or mutations.gatekeeper.sh/...) among the inputs"
-        );
+        )?;
         return Ok(Exit::InvalidInput);
     }
     let expander = if args.expand {
         match repository.expander(!args.no_builtin_templates) {
             Ok(expander) => Some(expander),
             Err(finding) => {
-                eprintln!("error: {finding}");
+                say!(io, "error: {finding}")?;
                 return Ok(Exit::InvalidInput);
             }
         }
@@ -197,7 +204,7 @@ pub fn run(args: &MutateArgs) -> anyhow::Result<Exit> {
     let (scopes, unreadable) = repository.scopes(&args.api_resources);
     if !unreadable.is_empty() {
         for finding in unreadable {
-            eprintln!("error: {finding}");
+            say!(io, "error: {finding}")?;
         }
         return Ok(Exit::InvalidInput);
     }
@@ -218,7 +225,7 @@ pub fn run(args: &MutateArgs) -> anyhow::Result<Exit> {
     let external = match external {
         Ok(external) => external,
         Err(message) => {
-            eprintln!("error: {message}");
+            say!(io, "error: {message}")?;
             return Ok(Exit::InvalidInput);
         }
     };
@@ -235,7 +242,7 @@ pub fn run(args: &MutateArgs) -> anyhow::Result<Exit> {
         system: &system,
         expander: expander.as_ref(),
         offline: &offline,
-        printer: Printer::new(args),
+        printer: Printer::new(args, io),
         outcome: Exit::Ok,
         identities: HashMap::new(),
         unknown: HashSet::new(),
@@ -268,12 +275,12 @@ pub fn run(args: &MutateArgs) -> anyhow::Result<Exit> {
 }
 
 /// The objects of one `sartor mutate`, mutated and printed one at a time.
-struct Objects<'a> {
+struct Objects<'a, 'p> {
     args: &'a MutateArgs,
     system: &'a sartor_engine::System,
     expander: Option<&'a Expander>,
     offline: &'a Offline<'a>,
-    printer: Printer,
+    printer: Printer<'p>,
     outcome: Exit,
     /// `Kind namespace/name` of each object so far, with where it was read.
     identities: HashMap<String, String>,
@@ -283,7 +290,7 @@ struct Objects<'a> {
     failure: Option<anyhow::Error>,
 }
 
-impl Objects<'_> {
+impl Objects<'_, '_> {
     /// Mutates and prints `document` (and what it generates, with --expand).
     ///
     /// # Errors
@@ -299,11 +306,12 @@ impl Objects<'_> {
         )
         .to_string();
         match self.identities.get(&identity) {
-            Some(first) => eprintln!(
+            Some(first) => say!(
+                self.printer,
                 "warning: {}: {identity} is also at {first} (a kustomize patch? preview the \
                  built overlay: kustomize build DIR | sartor mutate)",
                 document.origin
-            ),
+            )?,
             None => {
                 self.identities
                     .insert(identity, document.origin.to_string());
@@ -313,7 +321,7 @@ impl Objects<'_> {
         if let Ok((_, mutation)) = &mutated
             && mutation.protected.is_none()
         {
-            self.warn_unknown_scope(document, placement);
+            self.warn_unknown_scope(document, placement)?;
         }
         let printer = &mut self.printer;
         match mutated {
@@ -327,7 +335,7 @@ impl Objects<'_> {
                     printer.text(&explanation)?;
                 }
                 if args.diff {
-                    printer.text(&colour(&diff(document, &object)?))?;
+                    printer.diff(&diff(document, &object)?)?;
                 }
                 let generated = match self.expander {
                     Some(expander) => expand_one(expander, system, document, &object, offline),
@@ -349,22 +357,22 @@ impl Objects<'_> {
                                 printer.text(&explanation)?;
                             }
                             if args.diff {
-                                printer.text(&colour(&yaml_diff(
+                                printer.diff(&yaml_diff(
                                     (&label, &g.original),
                                     (&format!("{label} (mutated)"), &g.object),
-                                )?))?;
+                                )?)?;
                             }
                             printer.object(g.object)?;
                         }
                     }
                     Err(message) => {
-                        eprintln!("error: {message}");
+                        say!(printer, "error: {message}")?;
                         self.outcome = Exit::MutationFailed;
                     }
                 }
             }
             Err(message) => {
-                eprintln!("error: {message}");
+                say!(printer, "error: {message}")?;
                 self.outcome = Exit::MutationFailed;
             }
         }
@@ -373,14 +381,22 @@ impl Objects<'_> {
 
     /// Warns, once per kind, of an object mutated as cluster-scoped only
     /// because nothing says whether its kind is namespaced.
-    fn warn_unknown_scope(&mut self, document: &Document, placement: Placement<'_>) {
+    ///
+    /// # Errors
+    /// The warning cannot be written.
+    fn warn_unknown_scope(
+        &mut self,
+        document: &Document,
+        placement: Placement<'_>,
+    ) -> anyhow::Result<()> {
         if placement == Placement::Unknown {
             let gvk = Gvk::of(&document.value);
             if self.unknown.insert(Gvk {
                 version: String::new(),
                 ..gvk.clone()
             }) {
-                eprintln!(
+                say!(
+                    self.printer,
                     "warning: {}: the scope of kind {} is unknown (not built in, no CRD among the \
                      inputs, not in --api-resources): objects of it without metadata.namespace are \
                      mutated as cluster-scoped",
@@ -390,30 +406,37 @@ impl Objects<'_> {
                     } else {
                         format!("{}.{}", gvk.kind, gvk.group)
                     }
-                );
+                )?;
             }
         }
+        Ok(())
     }
 }
 
 /// Where the results go, as they are ready: YAML objects, explanations and
 /// diffs are written at once (nothing is held, so memory does not grow with
 /// the output); JSON objects are held for the one `List` they print as.
-struct Printer {
+/// Problems go to `err` at once, unbuffered as stderr is.
+struct Printer<'p> {
     /// What is printed: objects (in `format`), or the text of --explain/--diff.
     objects: Option<Format>,
-    out: std::io::BufWriter<std::io::Stdout>,
+    out: std::io::BufWriter<&'p mut dyn std::io::Write>,
+    err: &'p mut dyn std::io::Write,
+    /// Whether diffs are coloured ([`Io::colour`]).
+    colour: bool,
     /// YAML objects written so far (for the `---` between them).
     written: usize,
     /// JSON objects waiting for the end.
     held: Vec<Value>,
 }
 
-impl Printer {
-    fn new(args: &MutateArgs) -> Printer {
+impl<'p> Printer<'p> {
+    fn new(args: &MutateArgs, io: &'p mut Io<'_>) -> Printer<'p> {
         Printer {
             objects: (!args.explain && !args.diff).then_some(args.output),
-            out: std::io::BufWriter::new(std::io::stdout()),
+            out: std::io::BufWriter::new(&mut *io.out),
+            err: &mut *io.err,
+            colour: io.colour,
             written: 0,
             held: Vec::new(),
         }
@@ -441,12 +464,22 @@ impl Printer {
         }
     }
 
-    /// Text of --explain or --diff.
+    /// Text of --explain.
     fn text(&mut self, text: &str) -> anyhow::Result<()> {
         use std::io::Write as _;
         self.out
             .write_all(text.as_bytes())
             .context("writing to stdout")
+    }
+
+    /// A diff of --diff, coloured when `colour` says so.
+    fn diff(&mut self, diff: &str) -> anyhow::Result<()> {
+        self.text(&colour_if(diff, self.colour))
+    }
+
+    /// A line to `err` ([`say!`]).
+    fn say(&mut self, line: std::fmt::Arguments<'_>) -> anyhow::Result<()> {
+        crate::io::say_to(self.err, line)
     }
 
     /// Prints what was held and flushes.
@@ -704,7 +737,13 @@ pub fn yaml_diff(before: (&str, &Value), after: (&str, &Value)) -> anyhow::Resul
 /// hunk headers cyan. Left as it is when stdout is not a terminal.
 pub fn colour(diff: &str) -> String {
     use std::io::IsTerminal as _;
-    if !std::io::stdout().is_terminal() {
+    colour_if(diff, std::io::stdout().is_terminal())
+}
+
+/// [`colour`] when `colour` is true (an [`Io`] writing to a terminal),
+/// else `diff` as it is.
+pub(crate) fn colour_if(diff: &str, colour: bool) -> String {
+    if !colour {
         return diff.to_string();
     }
     diff.lines()

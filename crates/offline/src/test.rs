@@ -31,6 +31,9 @@
 //!   expectedError: needs the labels of Namespace "other"   # part of the message
 //! ```
 
+// Everything goes through the `Io` given: a test reads what a user would see.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -44,11 +47,11 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::external::External;
+use crate::io::say;
 use crate::load::namespace_name;
-use crate::mutate::{Offline, colour, expand_one, invalid_namespace, mutate_one, yaml_diff};
+use crate::mutate::{Offline, colour_if, expand_one, invalid_namespace, mutate_one, yaml_diff};
 use crate::report::{CaseResult, SuiteResult};
-use crate::stdout::{print, print_line};
-use crate::{Exit, load, report};
+use crate::{Exit, Io, load, report};
 
 /// Run mutator test suites (`*.sartor-test.yaml`).
 ///
@@ -141,27 +144,28 @@ enum Objects {
 
 const SUFFIX: &str = ".sartor-test.yaml";
 
-/// Runs `sartor test`.
+/// Runs `sartor test`: the report on `io.out`, the problems with suites
+/// on `io.err`.
 ///
 /// # Errors
-/// Only when a directory cannot be listed.
-pub fn run(args: &TestArgs) -> anyhow::Result<Exit> {
+/// A directory that cannot be listed, or `io` that cannot be written.
+pub fn run(args: &TestArgs, io: &mut Io<'_>) -> anyhow::Result<Exit> {
     let mut suites = Vec::new();
     for path in &args.paths {
         find_suites(path, &mut suites)?;
     }
     if suites.is_empty() {
-        eprintln!("error: no *{SUFFIX} files found");
+        say!(io, "error: no *{SUFFIX} files found")?;
         return Ok(Exit::InvalidInput);
     }
     let mut results = Vec::with_capacity(suites.len());
     for suite in &suites {
         let result = run_suite(suite, args.run.as_deref());
         for problem in &result.problems {
-            eprintln!("error: {}: {problem}", result.file);
+            say!(io, "error: {}: {problem}", result.file)?;
         }
         if args.format == Format::Text {
-            print_text(&result)?;
+            print_text(&result, io)?;
         }
         results.push(result);
     }
@@ -170,11 +174,11 @@ pub fn run(args: &TestArgs) -> anyhow::Result<Exit> {
         && tally.passed + tally.failed == 0
         && tally.invalid == 0
     {
-        eprintln!("error: no case name contains {pattern:?}");
+        say!(io, "error: no case name contains {pattern:?}")?;
         return Ok(Exit::InvalidInput);
     }
     match args.format {
-        Format::Text => print_line(&format!(
+        Format::Text => io.print_line(&format!(
             "{} passed, {} failed{}",
             tally.passed,
             tally.failed,
@@ -189,8 +193,8 @@ pub fn run(args: &TestArgs) -> anyhow::Result<Exit> {
                 String::new()
             }
         ))?,
-        Format::Junit => print(&report::junit("sartor test", &results))?,
-        Format::Json => print_line(&serde_json::to_string_pretty(&report::json(&results))?)?,
+        Format::Junit => io.print(&report::junit("sartor test", &results))?,
+        Format::Json => io.print_line(&serde_json::to_string_pretty(&report::json(&results))?)?,
     }
     Ok(if tally.invalid > 0 {
         Exit::InvalidInput
@@ -202,13 +206,13 @@ pub fn run(args: &TestArgs) -> anyhow::Result<Exit> {
 }
 
 /// PASS/FAIL lines for one suite, with an indented diff per failure.
-fn print_text(result: &SuiteResult) -> anyhow::Result<()> {
+fn print_text(result: &SuiteResult, io: &mut Io<'_>) -> anyhow::Result<()> {
     for case in &result.cases {
         match &case.failure {
-            None => print_line(&format!("PASS {}: {}", result.file, case.name))?,
+            None => io.print_line(&format!("PASS {}: {}", result.file, case.name))?,
             Some(report) => {
-                print_line(&format!("FAIL {}: {}", result.file, case.name))?;
-                print(&indent(&colour(report)))?;
+                io.print_line(&format!("FAIL {}: {}", result.file, case.name))?;
+                io.print(&indent(&colour_if(report, io.colour)))?;
             }
         }
     }
