@@ -63,6 +63,8 @@ pub mod mutate;
 mod report;
 pub mod stdout;
 pub mod test;
+#[cfg(test)]
+mod testing;
 
 pub use io::Io;
 pub use load::namespaces;

@@ -15,6 +15,9 @@ use crate::io::say;
 use crate::load::Category;
 use crate::{Exit, Io, load};
 
+#[cfg(test)]
+pub(crate) mod tests;
+
 /// Check mutators: every one must compile, no two may conflict, and the
 /// set is analysed for what can be proven without an object.
 ///

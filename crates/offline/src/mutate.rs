@@ -20,6 +20,9 @@ use crate::io::say;
 use crate::load::{self, namespace_name};
 use crate::{Exit, Io};
 
+#[cfg(test)]
+mod tests;
+
 /// Apply mutators to Kubernetes objects and print the results.
 ///
 /// Objects are read from files, directories (recursively: *.yaml, *.yml,

@@ -53,6 +53,9 @@ use crate::mutate::{Offline, colour_if, expand_one, invalid_namespace, mutate_on
 use crate::report::{CaseResult, SuiteResult};
 use crate::{Exit, Io, load, report};
 
+#[cfg(test)]
+pub(crate) mod tests;
+
 /// Run mutator test suites (`*.sartor-test.yaml`).
 ///
 /// Each suite names mutator files, Namespace objects, and cases: an input
