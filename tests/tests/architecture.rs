@@ -77,7 +77,7 @@ fn reachable(name: &str) -> BTreeSet<String> {
 
 /// The sartor crates each product crate may depend on: location <- api <-
 /// engine <- state <- webhook, controller <- offline <- sartor (the binary).
-const ALLOWED: [(&str, &[&str]); 9] = [
+const ALLOWED: [(&str, &[&str]); 10] = [
     ("sartor-location", &[]),
     ("sartor-api", &["sartor-location"]),
     ("sartor-engine", &["sartor-api", "sartor-location"]),
@@ -91,9 +91,15 @@ const ALLOWED: [(&str, &[&str]); 9] = [
             "sartor-state",
         ],
     ),
+    ("sartor-audit", &["sartor-api", "sartor-engine"]),
     (
         "sartor-controller",
-        &["sartor-api", "sartor-engine", "sartor-state"],
+        &[
+            "sartor-api",
+            "sartor-audit",
+            "sartor-engine",
+            "sartor-state",
+        ],
     ),
     (
         "sartor-export",
@@ -103,6 +109,7 @@ const ALLOWED: [(&str, &[&str]); 9] = [
         "sartor-offline",
         &[
             "sartor-api",
+            "sartor-audit",
             "sartor-engine",
             "sartor-export",
             "sartor-webhook",
@@ -112,6 +119,7 @@ const ALLOWED: [(&str, &[&str]); 9] = [
         "sartor",
         &[
             "sartor-api",
+            "sartor-audit",
             "sartor-controller",
             "sartor-engine",
             "sartor-export",
@@ -154,6 +162,7 @@ fn only_the_controller_and_the_binary_link_the_cluster_client() {
         "sartor-location",
         "sartor-api",
         "sartor-engine",
+        "sartor-audit",
         "sartor-state",
         "sartor-webhook",
         "sartor-export",
@@ -175,5 +184,20 @@ fn the_engine_does_no_io_and_no_async() {
     let reached = reachable("sartor-engine");
     for io in ["tokio", "hyper", "futures", "kube", "tracing"] {
         assert!(!reached.contains(io), "sartor-engine reaches {io}");
+    }
+}
+
+#[test]
+fn the_audit_core_decides_without_the_cluster() {
+    let reached = reachable("sartor-audit");
+    for io in [
+        "tokio",
+        "hyper",
+        "futures",
+        "kube",
+        "kube-client",
+        "tracing",
+    ] {
+        assert!(!reached.contains(io), "sartor-audit reaches {io}");
     }
 }

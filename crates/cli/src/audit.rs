@@ -10,8 +10,7 @@ use std::ops::ControlFlow;
 use anyhow::Context as _;
 use clap::{Args, Subcommand, ValueEnum};
 use futures::StreamExt as _;
-use kube::config::{KubeConfigOptions, Kubeconfig};
-use kube::{Client, Config};
+use kube::Client;
 use sartor_api::{Exclusions, Input, Wildcard, load_mutators};
 use sartor_controller::audit::{
     self, Audited, Forbidden, Keep, Outcome, Repairer, ScanOf, Stored, Summary,
@@ -135,7 +134,7 @@ async fn audit_cluster(args: &AuditArgs) -> anyhow::Result<Exit> {
             None => return Ok(Exit::InvalidInput),
         }
     };
-    let client = client(args.context.as_deref()).await?;
+    let client = sartor_controller::client(args.context.as_deref()).await?;
     let system = match from_files {
         Some(system) => system,
         None => {
@@ -186,7 +185,7 @@ async fn audit_cluster(args: &AuditArgs) -> anyhow::Result<Exit> {
                 }
             } else if args.output == AuditFormat::Junit {
                 cases
-                    .entry(audit::kind_label(&audited.object.resource))
+                    .entry(audited.object.resource.label())
                     .or_default()
                     .push(case(&audited));
             } else {
@@ -278,29 +277,6 @@ async fn fix(
     } else {
         Exit::Ok
     })
-}
-
-/// A client as kubectl makes one, with `--context` when given.
-async fn client(context: Option<&str>) -> anyhow::Result<Client> {
-    let config = match context {
-        None => Config::infer().await.map_err(|error| {
-            anyhow::anyhow!(
-                "no API server is configured (in-cluster service account or kubeconfig: \
-                 $KUBECONFIG, ~/.kube/config): {error}"
-            )
-        })?,
-        Some(context) => {
-            let kubeconfig = Kubeconfig::read().context("reading the kubeconfig")?;
-            let options = KubeConfigOptions {
-                context: Some(context.to_string()),
-                ..KubeConfigOptions::default()
-            };
-            Config::from_custom_kubeconfig(kubeconfig, &options)
-                .await
-                .with_context(|| format!("--context {context}"))?
-        }
-    };
-    Client::try_from(config).context("making the API client")
 }
 
 /// The mutators under `paths`, or `None` when the set cannot be used
@@ -580,12 +556,8 @@ mod tests {
 
     #[test]
     fn a_secrets_values_never_reach_a_diff() {
-        let resource = |kind: &str| kube::api::ApiResource {
-            group: String::new(),
-            version: "v1".to_string(),
-            api_version: "v1".to_string(),
-            kind: kind.to_string(),
-            plural: format!("{}s", kind.to_lowercase()),
+        let resource = |kind: &str| {
+            sartor_audit::Resource::new("", "v1", kind, &format!("{}s", kind.to_lowercase()))
         };
         let audited = Audited {
             object: Stored {

@@ -1,5 +1,5 @@
 //! sartor's sources of mutators: the cluster (watched mutator objects, with
-//! status written back) and files ([`files`]: a directory polled for changes).
+//! status written back) and files ([`FileWatch`]: a directory polled for changes).
 //!
 //! ```text
 //!  API server ──watch mutator kinds──▶ MutatorSet ──snapshot──▶ Publisher::publish (sartor-state)
@@ -62,29 +62,31 @@
 
 mod api_errors;
 pub mod audit;
-pub mod certs;
-pub mod feed;
-pub mod files;
+mod certs;
+mod client;
+mod feed;
+mod files;
 mod lease;
-pub mod metrics;
-pub mod mutators;
-pub mod namespaces;
-pub mod providers;
+mod metrics;
+mod mutators;
+mod namespaces;
+mod pager;
+mod providers;
 mod relist;
-pub mod rules;
-pub mod self_signed;
-pub mod status;
-pub mod watch;
+mod rules;
+mod self_signed;
+mod status;
+mod watch;
 
 pub use certs::{CertError, CertManager, CertOptions, SecretAction};
+pub use client::{ClientError, client};
 pub use feed::Feed;
-pub use files::{FileWatch, MutatorFiles, Reload};
+pub use files::{FileWatch, Reload};
 pub use lease::LeaseHolder;
-pub use metrics::{Metrics, RulesState};
-pub use mutators::{Group, MutatorKey, MutatorSet};
+pub use metrics::Metrics;
 pub use namespaces::{NamespaceCache, NamespaceChange};
 pub use providers::ProviderWatch;
 pub use rules::{RulesAction, RulesError, RulesWriter, Served};
 pub use self_signed::{CertFiles, SelfSigned};
-pub use status::{StatusLimits, StatusQueue, StatusWriter, field_manager};
+pub use status::{StatusLimits, StatusQueue, StatusWriter};
 pub use watch::{MutatorWatch, Watched, watched};

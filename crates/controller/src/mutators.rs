@@ -180,7 +180,8 @@ impl MutatorSet {
             .collect()
     }
 
-    /// The System of the mutators in force.
+    /// The System of the mutators in force (the snapshot carries it).
+    #[cfg(test)]
     pub fn system(&self) -> &System {
         &self.system
     }

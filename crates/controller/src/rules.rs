@@ -77,7 +77,7 @@ pub const DERIVED_RULES: &str = "mutations.sartor.dev/derived-rules";
 pub enum RulesAction {
     /// The rules were already the derived ones.
     Kept,
-    /// The rules were replaced by the derived ones (summed up as by [`summary`]).
+    /// The rules were replaced by the derived ones (summed up as by `summary`).
     Written(String),
     /// The rules are empty (an admin's off switch): left alone.
     Off,
@@ -119,7 +119,7 @@ impl Served {
 
     /// What an offline listing knows (`Scopes`: the built-in kinds,
     /// `kubectl api-resources` output, CRDs): each kind's resource, under
-    /// the version `*`, since a listing has no versions. [`derived`] finds
+    /// the version `*`, since a listing has no versions. `derived` finds
     /// such a kind only from a pattern of any version, so this is for rules
     /// that are not versioned either (RBAC: [`crate::audit::rbac`]).
     pub fn of_scopes(scopes: &Scopes) -> Served {
@@ -465,10 +465,10 @@ impl RulesWriter {
 
     /// One round: derives the rules for `targets` and installs them unless
     /// they are installed already or the rules are empty (switched off). A
-    /// [`Round::Periodic`] round only widens rules a replica derived (the
-    /// annotation [`DERIVED_RULES`] says which): a replica whose view of the
+    /// `Round::Periodic` round only widens rules a replica derived (the
+    /// annotation `DERIVED_RULES` says which): a replica whose view of the
     /// mutators lags never narrows what a newer one wrote; it narrows when its
-    /// own mutators change ([`Round::Changed`]) or when the installed rules
+    /// own mutators change (`Round::Changed`) or when the installed rules
     /// are not derived ones (the install applied again).
     ///
     /// When discovery fails, every kind widens to its group and version (or

@@ -53,7 +53,7 @@ impl SelfSigned {
     /// (DNS names or IP addresses), both with fresh ECDSA P-256 keys.
     ///
     /// # Errors
-    /// A [`CertError`] when a name is not usable in a certificate.
+    /// A [`CertError`](crate::CertError) when a name is not usable in a certificate.
     pub fn generate(common_name: &str, names: &[&str]) -> Result<SelfSigned, CertError> {
         let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
         ca_params
@@ -99,7 +99,7 @@ impl SelfSigned {
     /// missing), the key readable by its owner only.
     ///
     /// # Errors
-    /// A [`CertError`] naming the file that could not be written.
+    /// A [`CertError`](crate::CertError) naming the file that could not be written.
     pub fn write(&self, dir: &Path) -> Result<CertFiles, CertError> {
         std::fs::create_dir_all(dir).map_err(|error| CertError::Write {
             path: dir.to_path_buf(),

@@ -234,7 +234,7 @@ fn crds(watched: &[Watched], missing: &[bool]) -> Vec<MutatorCrd> {
 #[derive(Debug, Default)]
 struct KindState {
     /// The list in progress (from `Init` to `InitDone`).
-    relist: Relist<DynamicObject>,
+    relist: Relist<Vec<DynamicObject>>,
     /// Listed at least once, or found not installed: the set holds exactly
     /// the kind's objects.
     listed: bool,

@@ -5,8 +5,8 @@
 use std::collections::HashMap;
 use std::fmt;
 
-pub use sartor_api::{Operation, Source};
 pub use sartor_api::is_namespace_kind;
+pub use sartor_api::{Operation, Source};
 use serde_json::Value;
 
 use crate::external::{NoAnswers, ProviderAnswers};

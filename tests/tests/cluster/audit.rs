@@ -382,7 +382,7 @@ pub fn fix_repairs_stored_objects_as_sartor_mutate_predicts(
 /// repair starts again from a fresh read. Through the library, to put the
 /// write between read and patch.
 fn concurrent_writers_are_never_overwritten(suite: &Suite, mutators: &str) -> Result<(), String> {
-    use sartor_controller::audit::{Planned, Repaired, Repairer, Stored};
+    use sartor_controller::audit::{Planned, Repaired, Repairer, Resource, Stored};
     use sartor_engine::Operation;
 
     let plane = &suite.plane;
@@ -391,13 +391,7 @@ fn concurrent_writers_are_never_overwritten(suite: &Suite, mutators: &str) -> Re
     let loaded = sartor_api::load_mutators(&[sartor_api::Input::from_arg(mutators)]);
     let system = sartor_engine::compile(loaded).system;
     let object = |name: &str| Stored {
-        resource: kube::api::ApiResource {
-            group: "apps".into(),
-            version: "v1".into(),
-            api_version: "apps/v1".into(),
-            kind: "Deployment".into(),
-            plural: "deployments".into(),
-        },
+        resource: Resource::new("apps", "v1", "Deployment", "deployments"),
         namespace: Some("repair".into()),
         name: name.into(),
         uid: None,

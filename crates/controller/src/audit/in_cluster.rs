@@ -24,6 +24,7 @@ use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
 use kube::runtime::{WatchStreamExt as _, watcher};
 use sartor_api::{API_VERSION, Exclusions, REPAIR_LABEL};
+use sartor_audit::{Resource, audit, left_out};
 use sartor_engine::{MutatorId, Operation, System, is_namespace_kind};
 use sartor_state::{Lookup, Namespaces as _, Snapshot};
 use serde_json::{Value, json};
@@ -32,12 +33,14 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 use super::{
-    Audited, Forbidden, Keep, Outcome, PAGE, Repaired, Repairer, ReportWriter, Reports, ScanOf,
-    Stored, Write, audit, kind_label, namespace_and_name, scan_listing,
+    Audited, Forbidden, Keep, Outcome, Repaired, Repairer, ReportWriter, Reports, ScanOf, Stored,
+    Write, namespace_and_name, scan_listing,
 };
 use crate::api_errors::is_not_found;
 use crate::feed::Feed;
 use crate::namespaces::{NamespaceCache, NamespaceChange};
+use crate::pager::PAGE;
+use crate::relist::{Change, Relist, Step};
 use crate::status::resource;
 use crate::watch::to_value;
 
@@ -153,8 +156,8 @@ struct Findings {
     /// Namespace objects by name: from the scan, and fetched for a
     /// namespace seen first in an event.
     namespaces: HashMap<String, Value>,
-    /// A relist in progress per kind (`Kind.group/version`), its findings so far.
-    relisting: HashMap<String, Reports>,
+    /// The relist of each kind (`Kind.group/version`): its findings so far.
+    relisting: HashMap<String, Relist<Reports>>,
     /// Namespaces whose labels or annotations changed since the last scan
     /// of their objects, to scan again.
     rescan: BTreeSet<String>,
@@ -167,13 +170,13 @@ struct Findings {
 
 /// A stored object: its namespace, and its key within it as the reports
 /// have it.
-type ObjectKey = (Option<String>, super::reports::ObjectKey);
+type ObjectKey = (Option<String>, sartor_audit::ObjectKey);
 
 /// `object`'s key.
 fn object_key(object: &Stored) -> ObjectKey {
     (
         object.namespace.clone(),
-        super::reports::key(&object.resource, &object.name),
+        sartor_audit::key(&object.resource, &object.name),
     )
 }
 
@@ -456,8 +459,9 @@ impl InClusterAudit {
         event: KindEvent,
         problems: &mut Problems,
     ) -> bool {
-        let resource = &event.resource;
-        let kind = kind_label(resource);
+        let listed = &event.resource;
+        let resource = &super::resource(listed);
+        let kind = resource.label();
         let event = match event.event {
             Ok(event) => {
                 // A list done or an event seen: the watch works again (a
@@ -468,45 +472,40 @@ impl InClusterAudit {
                 event
             }
             Err(error) => {
-                found.relisting.remove(&kind);
+                if let Some(relist) = found.relisting.get_mut(&kind) {
+                    relist.abandon();
+                }
                 let said = format!(
                     "watching {} failed, retrying: {error}",
-                    super::listed_name(resource, None)
+                    super::listed_name(listed, None)
                 );
                 problems.watches.insert(kind, (said, Instant::now()));
                 return false;
             }
         };
-        match event {
-            watcher::Event::Init => {
-                found.relisting.insert(kind, Reports::default());
-                false
-            }
-            watcher::Event::InitApply(object) => {
-                if let Some(value) = to_value(object, resource) {
+        let relist = found.relisting.entry(kind).or_default();
+        match relist.step(event) {
+            Step::Pending => false,
+            Step::Add(relisted, object) => {
+                if let Some(value) = to_value(object, listed) {
                     self.learn_namespace(&mut found.namespaces, &value).await;
-                    let audited =
-                        self.audit(&found.snapshot.system, &found.namespaces, value, resource);
-                    if let (Some(audited), Some(relisted)) =
-                        (audited, found.relisting.get_mut(&kind))
+                    // Not marked for repair: the full scan before marked
+                    // what it found, and a relist's objects can be older
+                    // than a repair made since.
+                    if let Some(audited) =
+                        self.audit(&found.snapshot.system, &found.namespaces, value, resource)
                     {
-                        // Not marked for repair: the full scan before marked
-                        // what it found, and a relist's objects can be older
-                        // than a repair made since.
                         relisted.add(&audited);
                     }
                 }
                 false
             }
-            watcher::Event::InitDone => match found.relisting.remove(&kind) {
-                Some(relisted) => {
-                    found.reports.replace_kind(resource, relisted);
-                    true
-                }
-                None => false,
-            },
-            watcher::Event::Apply(object) => {
-                let Some(value) = to_value(object, resource) else {
+            Step::Changed(Change::Listed(relisted)) => {
+                found.reports.replace_kind(resource, relisted);
+                true
+            }
+            Step::Changed(Change::Applied(object)) => {
+                let Some(value) = to_value(object, listed) else {
                     return false;
                 };
                 let (namespace, name) = namespace_and_name(&value);
@@ -526,11 +525,11 @@ impl InClusterAudit {
                 }
                 true
             }
-            watcher::Event::Delete(object) => {
+            Step::Changed(Change::Deleted(object)) => {
                 let (namespace, name) = (object.metadata.namespace, object.metadata.name);
                 found.to_repair.remove(&(
                     namespace.clone(),
-                    super::reports::key(resource, name.as_deref().unwrap_or_default()),
+                    sartor_audit::key(resource, name.as_deref().unwrap_or_default()),
                 ));
                 found.reports.remove(
                     resource,
@@ -601,9 +600,9 @@ impl InClusterAudit {
         system: &System,
         namespaces: &HashMap<String, Value>,
         object: Value,
-        resource: &ApiResource,
+        resource: &Resource,
     ) -> Option<super::Audited> {
-        if super::left_out(&self.exclusions, &object, resource, namespaces) {
+        if left_out(&self.exclusions, &object, resource, namespaces) {
             return None;
         }
         audit(
@@ -638,7 +637,7 @@ impl InClusterAudit {
             let key = object_key(&object);
             let name = format!(
                 "{} {}",
-                kind_label(&object.resource),
+                object.resource.label(),
                 match &object.namespace {
                     Some(namespace) => format!("{namespace}/{}", object.name),
                     None => object.name.clone(),

@@ -24,10 +24,9 @@ use kube::api::{DynamicObject, GetParams, Patch, PatchParams};
 use sartor_engine::{Operation, System};
 use serde_json::{Value, json};
 
-use super::{
-    AuditError, Keep, Outcome, Stored, api_message, audit, namespace_objects,
-    without_managed_fields,
-};
+use sartor_audit::{Keep, Outcome, Resource, Stored, audit, without_managed_fields};
+
+use super::{AuditError, api_message, api_resource, namespace_objects};
 
 /// How many repairs [`Repairer::repair_each`] has under way at once.
 pub const REPAIRS_AT_ONCE: usize = 8;
@@ -179,7 +178,7 @@ impl<'a> Repairer<'a> {
     /// Reads `object` and works out its patch.
     pub async fn plan(&self, object: &Stored) -> Planned {
         let url = <DynamicObject as kube::Resource>::url_path(
-            &object.resource,
+            &api_resource(&object.resource),
             object.namespace.as_deref(),
         );
         let request = match kube::core::Request::new(url).get(&object.name, &GetParams::default()) {
@@ -276,7 +275,7 @@ impl<'a> Repairer<'a> {
                 ..PatchParams::default()
             };
             let url = <DynamicObject as kube::Resource>::url_path(
-                &plan.object.resource,
+                &api_resource(&plan.object.resource),
                 plan.object.namespace.as_deref(),
             );
             // kube builds JSON patches only with its own json-patch version;
@@ -307,7 +306,7 @@ enum Sent {
 }
 
 /// `Kind/name` of the workload that controls `object`, when it is a Pod.
-fn controlling_owner(resource: &kube::api::ApiResource, object: &Value) -> Option<String> {
+fn controlling_owner(resource: &Resource, object: &Value) -> Option<String> {
     if !(resource.group.is_empty() && resource.kind == "Pod") {
         return None;
     }
@@ -324,22 +323,10 @@ fn controlling_owner(resource: &kube::api::ApiResource, object: &Value) -> Optio
 
 #[cfg(test)]
 mod tests {
-    use kube::api::ApiResource;
-
     use super::*;
 
-    fn resource(group: &str, kind: &str) -> ApiResource {
-        ApiResource {
-            group: group.to_string(),
-            version: "v1".to_string(),
-            api_version: if group.is_empty() {
-                "v1".to_string()
-            } else {
-                format!("{group}/v1")
-            },
-            kind: kind.to_string(),
-            plural: format!("{}s", kind.to_lowercase()),
-        }
+    fn resource(group: &str, kind: &str) -> Resource {
+        Resource::new(group, "v1", kind, &format!("{}s", kind.to_lowercase()))
     }
 
     #[test]
