@@ -54,6 +54,7 @@
 // reader has gone (`sartor audit | head`).
 #![deny(clippy::print_stdout)]
 
+pub mod audit;
 pub mod export;
 mod external;
 mod io;
