@@ -22,13 +22,16 @@ pub const MAX_RESULTS: usize = 1000;
 /// watches report writes and deletions.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct Reports {
-    by_namespace: BTreeMap<Option<String>, BTreeMap<ObjectKey, Found>>,
+    by_namespace: BTreeMap<Option<String>, BTreeMap<InNamespace, Found>>,
 }
 
-/// An object within its namespace: its group, kind and name (the version
-/// it was read as does not make it another object). With the namespace,
-/// the audit's key of a stored object.
-pub type ObjectKey = (String, String, String);
+/// A stored object as the audit keys it: its namespace (`None`:
+/// cluster-scoped), and its group, kind and name within it (the version it
+/// was read as does not make it another object).
+pub type ObjectKey = (Option<String>, InNamespace);
+
+/// An object within its namespace: its group, kind and name.
+type InNamespace = (String, String, String);
 
 /// One object's results, and the mutators that would change it.
 #[derive(Debug, Clone, PartialEq)]
@@ -37,8 +40,12 @@ struct Found {
     mutators: Vec<MutatorId>,
 }
 
-/// `name` of `resource` as [`Reports`] keys it.
-pub fn key(resource: &Resource, name: &str) -> ObjectKey {
+/// The object `name` of `resource` in `namespace`, as the audit keys it.
+pub fn key(resource: &Resource, namespace: Option<&str>, name: &str) -> ObjectKey {
+    (namespace.map(str::to_string), in_namespace(resource, name))
+}
+
+fn in_namespace(resource: &Resource, name: &str) -> InNamespace {
     (
         resource.group.clone(),
         resource.kind.clone(),
@@ -106,7 +113,7 @@ impl Reports {
             .entry(object.namespace.clone())
             .or_default()
             .insert(
-                key(&object.resource, &object.name),
+                in_namespace(&object.resource, &object.name),
                 Found { results, mutators },
             );
     }
@@ -116,7 +123,7 @@ impl Reports {
     pub fn remove(&mut self, resource: &Resource, namespace: Option<&str>, name: &str) {
         let namespace = namespace.map(str::to_string);
         if let Some(found) = self.by_namespace.get_mut(&namespace) {
-            found.remove(&key(resource, name));
+            found.remove(&in_namespace(resource, name));
             if found.is_empty() {
                 self.by_namespace.remove(&namespace);
             }

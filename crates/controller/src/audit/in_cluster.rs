@@ -24,7 +24,7 @@ use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
 use kube::runtime::{WatchStreamExt as _, watcher};
 use sartor_api::{API_VERSION, Exclusions, REPAIR_LABEL};
-use sartor_audit::{Resource, audit, left_out};
+use sartor_audit::{ObjectKey, Resource, audit, key, left_out};
 use sartor_engine::{MutatorId, Operation, System, is_namespace_kind};
 use sartor_state::{Lookup, Namespaces as _, Snapshot};
 use serde_json::{Value, json};
@@ -168,16 +168,9 @@ struct Findings {
     not_repaired: HashMap<ObjectKey, String>,
 }
 
-/// A stored object: its namespace, and its key within it as the reports
-/// have it.
-type ObjectKey = (Option<String>, sartor_audit::ObjectKey);
-
 /// `object`'s key.
 fn object_key(object: &Stored) -> ObjectKey {
-    (
-        object.namespace.clone(),
-        sartor_audit::key(&object.resource, &object.name),
-    )
+    key(&object.resource, object.namespace.as_deref(), &object.name)
 }
 
 impl Findings {
@@ -527,9 +520,10 @@ impl InClusterAudit {
             }
             Step::Changed(Change::Deleted(object)) => {
                 let (namespace, name) = (object.metadata.namespace, object.metadata.name);
-                found.to_repair.remove(&(
-                    namespace.clone(),
-                    sartor_audit::key(resource, name.as_deref().unwrap_or_default()),
+                found.to_repair.remove(&key(
+                    resource,
+                    namespace.as_deref(),
+                    name.as_deref().unwrap_or_default(),
                 ));
                 found.reports.remove(
                     resource,
