@@ -91,7 +91,7 @@ pub use loader::{
 pub use matching::{
     ApplyTo, GroupVersionKind, InvalidWildcard, Kinds, LabelSelector, LabelSelectorRequirement,
     Match, Operation, OperationPattern, Scope, SelectorOperator, Source, SourcePattern,
-    UnknownOperation, WILDCARD_PATTERN, Wildcard,
+    UnknownOperation, WILDCARD_PATTERN, Wildcard, cel_string,
 };
 pub use modify_set::{ModifySet, ModifySetParameters, ModifySetSpec, SetOperation, Values};
 pub use parse::{

@@ -367,6 +367,12 @@ impl Wildcard {
     }
 }
 
+/// `text` as a CEL string literal: a JSON string is one (the same escapes).
+/// The one quoting of every CEL sartor writes.
+pub fn cel_string(text: &str) -> String {
+    serde_json::Value::from(text).to_string()
+}
+
 /// One comparison of a string, so that a [`Wildcard`]'s rule is written once
 /// and both evaluated and rendered as CEL from it.
 enum StringTest<'a> {
@@ -391,8 +397,7 @@ impl StringTest<'_> {
     }
 
     fn cel(&self, subject: &str) -> String {
-        // A JSON string is a CEL string literal: the same escapes.
-        let string = |text: &str| serde_json::Value::from(text).to_string();
+        let string = cel_string;
         match *self {
             StringTest::Contains(middle) => format!("{subject}.contains({})", string(middle)),
             StringTest::EndsWith(suffix) => format!("{subject}.endsWith({})", string(suffix)),

@@ -32,10 +32,8 @@ const RESERVED: [&str; 21] = [
     "while",
 ];
 
-/// A CEL string literal (a JSON string is one: the same escapes).
-pub(crate) fn string(text: &str) -> String {
-    Value::from(text).to_string()
-}
+/// A CEL string literal: sartor-api's one quoting.
+pub(crate) use sartor_api::cel_string as string;
 
 /// `value` as a CEL literal: JSON's null, booleans, numbers (integers stay
 /// integers), strings, lists and maps. CEL wants a list's or a map's values
