@@ -46,13 +46,6 @@ enum AuditCommand {
 /// No cluster configured, unusable mutator files, or a list the API server
 /// refused.
 pub fn run(args: &AuditArgs) -> anyhow::Result<Exit> {
-    if let Some(AuditCommand::Rbac(rbac)) = &args.command {
-        return rbac::run(rbac);
-    }
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("starting the async runtime")?;
     // Not locked: the client's threads may write too (a lock held across
     // the scan would make them wait for it).
     let (mut stdout, mut stderr) = (std::io::stdout(), std::io::stderr());
@@ -62,6 +55,13 @@ pub fn run(args: &AuditArgs) -> anyhow::Result<Exit> {
         err: &mut stderr,
         colour: std::io::stdout().is_terminal(),
     };
+    if let Some(AuditCommand::Rbac(rbac)) = &args.command {
+        return rbac::run(rbac, &mut io);
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
     runtime.block_on(audit_cluster(&args.scan, &mut io))
 }
 

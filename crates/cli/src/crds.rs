@@ -7,7 +7,7 @@ use clap::Args;
 use sartor_api::MutatorKind;
 use sartor_api::crd::{crd_file_name, crd_yaml};
 
-use sartor_offline::Exit;
+use sartor_offline::{Exit, Io};
 
 /// Print the CRDs of sartor's four mutator kinds (mutations.sartor.dev/v1),
 /// generated from the types this binary was built with.
@@ -27,7 +27,7 @@ pub struct CrdsArgs {
 ///
 /// # Errors
 /// A file that cannot be written, naming it.
-pub fn run(args: &CrdsArgs) -> anyhow::Result<Exit> {
+pub fn run(args: &CrdsArgs, io: &mut Io<'_>) -> anyhow::Result<Exit> {
     let mut stream = String::new();
     for kind in MutatorKind::ALL {
         let yaml = crd_yaml(kind).with_context(|| format!("generating the {kind} CRD"))?;
@@ -47,6 +47,6 @@ pub fn run(args: &CrdsArgs) -> anyhow::Result<Exit> {
             }
         }
     }
-    sartor_offline::stdout::print(&stream)?;
+    io.print(&stream)?;
     Ok(Exit::Ok)
 }

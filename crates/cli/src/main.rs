@@ -4,8 +4,8 @@
 //! prints results. Results go to stdout, problems to stderr. Exit codes:
 //! 0 ok, 1 a mutation failed, 2 invalid input.
 
-// Results go through an `Io` or `sartor_offline::stdout::print`: `print!`
-// panics when the reader has gone (`sartor audit | head`).
+// Results go through an `Io`: `print!` panics when the reader has gone
+// (`sartor audit | head`).
 #![deny(clippy::print_stdout)]
 
 mod audit;
@@ -60,8 +60,8 @@ fn main() -> ExitCode {
         Command::Test(args) => with_std_io(|io| test::run(&args, io)),
         Command::Serve(args) => serve::run(&args),
         Command::Audit(args) => audit::run(&args),
-        Command::Crds(args) => crds::run(&args),
-        Command::Export(command) => sartor_offline::export::run(&command),
+        Command::Crds(args) => with_std_io(|io| crds::run(&args, io)),
+        Command::Export(command) => with_std_io(|io| sartor_offline::export::run(&command, io)),
     };
     match outcome {
         Ok(Exit::Ok) => ExitCode::SUCCESS,

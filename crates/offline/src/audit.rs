@@ -4,6 +4,9 @@
 //! object itself. The controller lists the cluster and `sartor-audit`
 //! decides; this module only writes, to the [`Io`] it is given.
 
+// Everything goes through the `Io` given: a test reads what a user would see.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::fmt;

@@ -3,6 +3,9 @@
 //! webhook. What cannot be exported with exactly sartor's semantics is left
 //! out, one line each on stderr with the reason.
 
+// Everything goes through the `Io` given: a test reads what a user would see.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
 use std::collections::HashMap;
 
 use clap::{Args, Subcommand, ValueEnum};
@@ -11,9 +14,10 @@ use sartor_engine::{MutatorId, Scopes, System};
 use sartor_export::{FailurePolicy, Options};
 use serde_json::Value;
 
-use crate::Exit;
+use crate::io::say;
 use crate::load::{self, Category};
 use crate::mutate::to_yaml;
+use crate::{Exit, Io};
 
 /// `sartor export`'s targets.
 #[derive(Debug, Subcommand)]
@@ -83,9 +87,16 @@ pub struct MutatorsAndResources {
 /// Reads the mutators of `paths` (files or directories; other documents
 /// are skipped) and the `kubectl api-resources` output of `api_resources`,
 /// for `sartor export map` and `sartor audit rbac`: `None`, with every
-/// problem printed on stderr, when an input cannot be read, a mutator does
+/// problem said on `io.err`, when an input cannot be read, a mutator does
 /// not compile, or there is no mutator.
-pub fn read_mutators(paths: &[String], api_resources: &[String]) -> Option<MutatorsAndResources> {
+///
+/// # Errors
+/// `io.err` cannot be written.
+pub fn read_mutators(
+    paths: &[String],
+    api_resources: &[String],
+    io: &mut Io<'_>,
+) -> anyhow::Result<Option<MutatorsAndResources>> {
     let inputs: Vec<Input> = paths.iter().map(|p| Input::from_arg(p)).collect();
     let repository = load::repository(&[], &inputs);
     let invalid: Vec<&load::Finding> = repository
@@ -95,44 +106,46 @@ pub fn read_mutators(paths: &[String], api_resources: &[String]) -> Option<Mutat
         .collect();
     if !invalid.is_empty() {
         for finding in invalid {
-            eprintln!("error: {finding}");
+            say!(io, "error: {finding}")?;
         }
-        return None;
+        return Ok(None);
     }
     if repository.system.is_empty() {
-        eprintln!(
+        say!(
+            io,
             "error: no mutators in {} (documents whose apiVersion is mutations.sartor.dev or mutations.gatekeeper.sh)",
             paths.join(", ")
-        );
-        return None;
+        )?;
+        return Ok(None);
     }
     let (resources, unreadable) = repository.scopes(api_resources);
     if !unreadable.is_empty() {
         for finding in unreadable {
-            eprintln!("error: {finding}");
+            say!(io, "error: {finding}")?;
         }
-        return None;
+        return Ok(None);
     }
-    Some(MutatorsAndResources {
+    Ok(Some(MutatorsAndResources {
         system: repository.system,
         specs: repository.specs,
         origins: repository.origins,
         resources,
-    })
+    }))
 }
 
-/// Runs `sartor export`.
+/// Runs `sartor export`: the objects on `io.out`, what was refused and the
+/// count on `io.err`.
 ///
 /// # Errors
 /// The YAML could not be printed.
-pub fn run(command: &ExportCommand) -> anyhow::Result<Exit> {
+pub fn run(command: &ExportCommand, io: &mut Io<'_>) -> anyhow::Result<Exit> {
     let ExportCommand::Map(args) = command;
     let Some(MutatorsAndResources {
         system,
         specs,
         resources,
         ..
-    }) = read_mutators(&args.paths, &args.api_resources)
+    }) = read_mutators(&args.paths, &args.api_resources, io)?
     else {
         return Ok(Exit::InvalidInput);
     };
@@ -151,15 +164,16 @@ pub fn run(command: &ExportCommand) -> anyhow::Result<Exit> {
         .iter()
         .map(|object: &Value| to_yaml(object))
         .collect::<anyhow::Result<_>>()?;
-    crate::stdout::print(&documents.join("---\n"))?;
+    io.print(&documents.join("---\n"))?;
     for refusal in &export.refused {
-        eprintln!("{refusal}");
+        say!(io, "{refusal}")?;
     }
-    eprintln!(
+    say!(
+        io,
         "{} of {} mutators exported",
         export.exported.len(),
         export.exported.len() + export.refused.len()
-    );
+    )?;
     Ok(match export.refused.is_empty() {
         true => Exit::Ok,
         false => Exit::MutationFailed,

@@ -62,7 +62,7 @@ impl Io<'_> {
     ///
     /// # Errors
     /// `out` is closed (the pipe's reader exited) or cannot be written.
-    pub(crate) fn print(&mut self, text: &str) -> anyhow::Result<()> {
+    pub fn print(&mut self, text: &str) -> anyhow::Result<()> {
         write_flushed(self.out, text)
     }
 
@@ -70,7 +70,7 @@ impl Io<'_> {
     ///
     /// # Errors
     /// As [`Io::print`].
-    pub(crate) fn print_line(&mut self, text: &str) -> anyhow::Result<()> {
+    pub fn print_line(&mut self, text: &str) -> anyhow::Result<()> {
         self.print(&format!("{text}\n"))
     }
 
@@ -93,7 +93,7 @@ pub(crate) fn say_to(err: &mut dyn Write, line: std::fmt::Arguments<'_>) -> anyh
 }
 
 /// Writes `text` to `out` and flushes it: what every result written goes
-/// through, `sartor crds` and `sartor audit` included (`stdout::print`).
+/// through.
 ///
 /// # Errors
 /// `out` is closed or cannot be written: `writing to stdout: ...`, the

@@ -50,7 +50,7 @@
 //! # Ok::<(), anyhow::Error>(())
 //! ```
 
-// Results go through an `Io` (or `stdout::print`): `print!` panics when the
+// Results go through an `Io`: `print!` panics when the
 // reader has gone (`sartor audit | head`).
 #![deny(clippy::print_stdout)]
 
@@ -62,7 +62,6 @@ pub mod lint;
 mod load;
 pub mod mutate;
 mod report;
-pub mod stdout;
 pub mod test;
 #[cfg(test)]
 mod testing;

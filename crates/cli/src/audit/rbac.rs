@@ -3,10 +3,11 @@
 //! cannot grant it to itself). Offline: the files and the built-in kinds,
 //! `--api-resources` and CRDs, as `sartor export map` reads them.
 
+use anyhow::Context as _;
 use clap::{Args, ValueEnum};
 use sartor_controller::audit::rbac::{self, RbacOptions};
-use sartor_offline::Exit;
 use sartor_offline::export::{MutatorsAndResources, read_mutators};
+use sartor_offline::{Exit, Io};
 
 /// Print the RBAC the in-cluster audit needs to list what the mutators can change.
 ///
@@ -56,13 +57,13 @@ enum RbacFormat {
 ///
 /// # Errors
 /// Writing to stdout failed.
-pub fn run(args: &RbacArgs) -> anyhow::Result<Exit> {
+pub fn run(args: &RbacArgs, io: &mut Io<'_>) -> anyhow::Result<Exit> {
     let Some(MutatorsAndResources {
         system,
         origins,
         resources,
         ..
-    }) = read_mutators(&args.mutators, &args.api_resources)
+    }) = read_mutators(&args.mutators, &args.api_resources, io)?
     else {
         return Ok(Exit::InvalidInput);
     };
@@ -81,7 +82,7 @@ pub fn run(args: &RbacArgs) -> anyhow::Result<Exit> {
                     .filter_map(|id| origins.get(id))
                     .map(ToString::to_string)
                     .collect();
-                eprintln!("error: {}: {kind}", files.join(", "));
+                writeln!(io.err, "error: {}: {kind}", files.join(", "))?;
             }
             return Ok(Exit::InvalidInput);
         }
@@ -91,11 +92,15 @@ pub fn run(args: &RbacArgs) -> anyhow::Result<Exit> {
         RbacFormat::Yaml => role.write_yaml(&mut out)?,
         RbacFormat::HelmValues => role.write_helm_values(&mut out)?,
     }
-    sartor_offline::stdout::print(&String::from_utf8_lossy(&out))?;
+    io.out
+        .write_all(&out)
+        .and_then(|()| io.out.flush())
+        .context("writing to stdout")?;
     if role.is_wide() {
-        eprintln!(
+        writeln!(
+            io.err,
             "warning: a mutator applies to every kind, so the role grants every resource of a group (see the comments)"
-        );
+        )?;
     }
     Ok(Exit::Ok)
 }
