@@ -6,11 +6,21 @@ use serde_json::{Map, Value};
 use crate::{EXEMPTION_LABEL, Wildcard};
 
 /// Whether `group` and `kind` name the core `Namespace` kind, which is its
-/// own namespace (for the namespace rules, its name is the namespace). The
-/// MAP export spells the same test in CEL.
+/// own namespace (for the namespace rules, its name is the namespace);
+/// [`IS_NAMESPACE_CEL`] in CEL.
 pub fn is_namespace_kind(group: &str, kind: &str) -> bool {
     group.is_empty() && kind == "Namespace"
 }
+
+/// [`is_namespace_kind`] of the object an admission request carries, in CEL
+/// (for a MutatingAdmissionPolicy or a webhook's match condition).
+pub const IS_NAMESPACE_CEL: &str =
+    r#"(request.kind.group == "" && request.kind.kind == "Namespace")"#;
+
+/// [`namespace_of`] the object an admission request carries, in CEL: a
+/// Namespace's own name (`""` if it has none yet), else the request's
+/// namespace (`""` for a cluster-scoped object).
+pub const NAMESPACE_OF_CEL: &str = r#"((request.kind.group == "" && request.kind.kind == "Namespace") ? (has(object.metadata.name) ? object.metadata.name : "") : request.namespace)"#;
 
 /// The namespace an object is judged by for the namespace rules: its own
 /// name for a Namespace, else its `namespace` (empty: cluster-scoped).
@@ -127,6 +137,11 @@ mod tests {
         assert_eq!(exclusions.of("shop", None), None);
         assert_eq!(exclusions.of("shop", json!({"a": "b"}).as_object()), None);
         assert_eq!(exclusions.of("", labels), None);
+    }
+
+    #[test]
+    fn the_cel_spells_the_same_test() {
+        assert!(NAMESPACE_OF_CEL.starts_with(&format!("({IS_NAMESPACE_CEL} ?")));
     }
 
     #[test]

@@ -78,7 +78,9 @@ pub use common::{
     AssignField, Condition, DataSource, ExternalData, FailurePolicy, FromMetadata, FromNamespace,
     MetadataField, PathTest, ValueCondition, ValueOperator,
 };
-pub use exclusion::{Exclusion, Exclusions, is_namespace_kind, namespace_of};
+pub use exclusion::{
+    Exclusion, Exclusions, IS_NAMESPACE_CEL, NAMESPACE_OF_CEL, is_namespace_kind, namespace_of,
+};
 pub use expansion::{
     EXPANSION_GROUP, EXPANSION_VERSIONS, ExpansionTemplate, ExpansionTemplateSpec,
 };

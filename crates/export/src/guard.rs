@@ -141,14 +141,9 @@ pub(crate) fn kinds_rules(criteria: &Match, resources: &Scopes) -> Result<BTreeS
 }
 
 /// Whether the object being admitted is a Namespace.
-// sartor_api::is_namespace_kind, in CEL.
-pub(crate) const IS_NAMESPACE: &str =
-    r#"(request.kind.group == "" && request.kind.kind == "Namespace")"#;
-
-/// The namespace the namespace criteria compare: a Namespace's own name,
-/// else the request's (`""` for a cluster-scoped object):
-/// `sartor_api::namespace_of`, in CEL.
-pub(crate) const COMPARED_NAMESPACE: &str = r#"((request.kind.group == "" && request.kind.kind == "Namespace") ? (has(object.metadata.name) ? object.metadata.name : "") : request.namespace)"#;
+pub(crate) use sartor_api::IS_NAMESPACE_CEL as IS_NAMESPACE;
+/// The namespace the namespace criteria compare (`sartor_api::namespace_of`).
+pub(crate) use sartor_api::NAMESPACE_OF_CEL as COMPARED_NAMESPACE;
 
 /// `match` as CEL, criterion by criterion as the engine checks them.
 fn criteria_guard(criteria: &Match) -> String {
