@@ -215,188 +215,261 @@ struct Problems {
     said: Option<String>,
 }
 
-impl InClusterAudit {
-    /// Scans, watches and reports until the mutators' or the Lease's
-    /// sender is gone.
-    pub async fn run(mut self) {
-        let mut writer = ReportWriter::new(self.client.clone());
-        let mut mutators = self.feed.state().subscribe();
-        let mut namespace_changes = self.namespaces.changes();
-        let mut problems = Problems::default();
-        // Each mutator's count as last written to its status.
-        let mut written: HashMap<MutatorId, u64> = HashMap::new();
-        let (sender, mut events) = mpsc::channel::<KindEvent>(256);
-        let mut watches: Option<Watches> = None;
-        let mut findings: Option<Findings> = None;
-        let mut generation = 0;
-        let mut scan_now = true;
-        let mut next_scan = Instant::now() + self.interval;
-        // Full scans failed in a row.
-        let mut scan_failures = 0u32;
-        // When the watches' changes (or a failed write again) are written.
-        let mut due: Option<(Instant, Write)> = None;
-        loop {
-            let leading = *self.leader.borrow_and_update();
-            self.feed.metrics().set_audit_leader(leading);
-            if !leading {
-                // Another replica writes (and says its problems); counts
-                // are written again in full if this one leads again.
-                written.clear();
-                watches = None;
-                findings = None;
-                due = None;
-                problems = Problems::default();
-                self.say(&mut problems);
-            }
-            if leading
-                && scan_now
-                && let Some(snapshot) = self.feed.state().current()
-            {
-                next_scan = Instant::now() + self.interval;
-                match self.scan(&snapshot).await {
-                    Ok((reports, listing, forbidden, changed)) => {
-                        scan_failures = 0;
-                        problems.work = None;
-                        // A full scan covers any namespace left to rescan.
-                        problems.rescan = None;
-                        problems.forbidden = (!forbidden.is_empty()).then(|| {
-                            format!(
-                                "{}; objects of these kinds are not audited",
-                                forbidden.join("; ")
-                            )
-                        });
-                        if watches.as_ref().map(|w| &w.resources) != Some(&listing.resources) {
-                            generation += 1;
-                            problems.watches.clear();
-                            watches = Some(Watches::start(
-                                &self.client,
-                                listing.resources,
-                                generation,
-                                &sender,
-                            ));
-                        }
-                        let not_repaired = findings
-                            .take()
-                            .map(|found| found.not_repaired)
-                            .unwrap_or_default();
-                        let mut found = Findings {
-                            snapshot,
-                            reports,
-                            rescan: BTreeSet::new(),
-                            namespaces: listing.namespaces,
-                            relisting: HashMap::new(),
-                            to_repair: BTreeMap::new(),
-                            not_repaired,
-                        };
-                        for object in changed {
-                            found.mark_for_repair(object);
-                        }
-                        due = self
-                            .write(
-                                &mut writer,
-                                &found,
-                                Write::Full,
-                                &mut written,
-                                &mut problems,
-                            )
-                            .await;
-                        self.repair(&mut found).await;
-                        findings = Some(found);
-                    }
-                    // The reports stay as the last scan left them, and
-                    // /readyz says why they are not being kept current.
-                    Err(error) => {
-                        scan_failures = scan_failures.saturating_add(1);
-                        let retry = scan_retry(scan_failures, self.interval);
-                        next_scan = Instant::now() + retry;
-                        problems.work = Some(format!(
-                            "the last scan failed, scanning again in {}s: {error}",
-                            retry.as_secs()
-                        ));
-                    }
+/// What the replica holding the Lease keeps from one turn of its loop to
+/// the next: the findings and the watches that keep them current, what is
+/// due to be written, and what is said wrong.
+struct Leadership {
+    writer: ReportWriter,
+    problems: Problems,
+    /// Each mutator's count as last written to its status.
+    written: HashMap<MutatorId, u64>,
+    /// Where the watches send their events.
+    events: mpsc::Sender<KindEvent>,
+    watches: Option<Watches>,
+    findings: Option<Findings>,
+    /// The watches' start: events of watches stopped since are dropped.
+    generation: u64,
+    scan_now: bool,
+    next_scan: Instant,
+    /// Full scans failed in a row.
+    scan_failures: u32,
+    /// When the watches' changes (or a failed write again) are written.
+    due: Option<(Instant, Write)>,
+}
+
+impl Leadership {
+    fn new(audit: &InClusterAudit, events: mpsc::Sender<KindEvent>) -> Leadership {
+        Leadership {
+            writer: ReportWriter::new(audit.client.clone()),
+            problems: Problems::default(),
+            written: HashMap::new(),
+            events,
+            watches: None,
+            findings: None,
+            generation: 0,
+            scan_now: true,
+            next_scan: Instant::now() + audit.interval,
+            scan_failures: 0,
+            due: None,
+        }
+    }
+
+    /// Another replica writes (and says its problems); counts are written
+    /// again in full if this one leads again.
+    fn step_down(&mut self, audit: &InClusterAudit) {
+        self.written.clear();
+        self.watches = None;
+        self.findings = None;
+        self.due = None;
+        self.problems = Problems::default();
+        audit.say(&mut self.problems);
+    }
+
+    /// A full scan under `snapshot`: its findings replace what was found,
+    /// the watches follow the kinds it listed, and the reports are written
+    /// whole. A failed scan leaves the reports as the last one did, and
+    /// `/readyz` says why they are not kept current.
+    async fn scan(&mut self, audit: &InClusterAudit, snapshot: Arc<Snapshot>) {
+        self.next_scan = Instant::now() + audit.interval;
+        match audit.scan(&snapshot).await {
+            Ok((reports, listing, forbidden, changed)) => {
+                self.scan_failures = 0;
+                self.problems.work = None;
+                // A full scan covers any namespace left to rescan.
+                self.problems.rescan = None;
+                self.problems.forbidden = (!forbidden.is_empty()).then(|| {
+                    format!(
+                        "{}; objects of these kinds are not audited",
+                        forbidden.join("; ")
+                    )
+                });
+                if self.watches.as_ref().map(|w| &w.resources) != Some(&listing.resources) {
+                    self.generation += 1;
+                    self.problems.watches.clear();
+                    self.watches = Some(Watches::start(
+                        &audit.client,
+                        listing.resources,
+                        self.generation,
+                        &self.events,
+                    ));
                 }
-                self.say(&mut problems);
+                let not_repaired = self
+                    .findings
+                    .take()
+                    .map(|found| found.not_repaired)
+                    .unwrap_or_default();
+                let mut found = Findings {
+                    snapshot,
+                    reports,
+                    rescan: BTreeSet::new(),
+                    namespaces: listing.namespaces,
+                    relisting: HashMap::new(),
+                    to_repair: BTreeMap::new(),
+                    not_repaired,
+                };
+                for object in changed {
+                    found.mark_for_repair(object);
+                }
+                self.due = audit
+                    .write(
+                        &mut self.writer,
+                        &found,
+                        Write::Full,
+                        &mut self.written,
+                        &mut self.problems,
+                    )
+                    .await;
+                audit.repair(&mut found).await;
+                self.findings = Some(found);
             }
-            scan_now = false;
-            let write_at = due.map(|(at, _)| at);
-            let watch_failure_over = problems
-                .watches
-                .values()
-                .map(|(_, failed)| *failed + WATCH_FAILURE_SAID)
-                .min();
-            // Whatever comes first: the interval, new mutators, the Lease,
-            // a watch's event, the write of what changed.
-            tokio::select! {
-                () = tokio::time::sleep_until(next_scan) => scan_now = true,
-                changed = mutators.changed() => match changed {
-                    Ok(()) => scan_now = true,
-                    Err(_) => return,
-                },
-                changed = self.leader.changed() => match changed {
-                    Ok(()) => scan_now = true,
-                    Err(_) => return,
-                },
-                changed = namespace_changes.recv() => match changed {
-                    Ok(NamespaceChange::Described(name)) => {
-                        if let Some(found) = &mut findings {
-                            if let Lookup::Found(namespace) = self.namespaces.lookup(&name) {
-                                found.namespaces.insert(name.clone(), Value::clone(&namespace));
-                            }
-                            found.rescan.insert(name);
-                            due.get_or_insert((Instant::now() + SETTLE, Write::Changed));
-                        }
-                    }
-                    // Its objects go with it, each with its own event; a
-                    // namespace made again by that name is read afresh.
-                    Ok(NamespaceChange::Deleted(name)) => {
-                        if let Some(found) = &mut findings {
-                            found.namespaces.remove(&name);
-                            found.rescan.remove(&name);
-                        }
-                    }
-                    // Changes were missed: all of them are caught up with.
-                    Err(broadcast::error::RecvError::Lagged(_)) => scan_now = true,
-                    Err(broadcast::error::RecvError::Closed) => return,
-                },
-                Some(event) = events.recv() => {
-                    let current = watches.as_ref().map(|w| w.generation) == Some(event.generation);
-                    if let Some(found) = findings.as_mut().filter(|_| current)
-                        && self.follow(found, event, &mut problems).await
-                    {
-                        due.get_or_insert((Instant::now() + SETTLE, Write::Changed));
-                    }
-                    self.say(&mut problems);
-                },
-                // A watch's failure no longer said.
-                () = tokio::time::sleep_until(watch_failure_over.unwrap_or_else(Instant::now)), if watch_failure_over.is_some() => {
-                    self.say(&mut problems);
-                },
-                () = tokio::time::sleep_until(write_at.unwrap_or_else(Instant::now)), if write_at.is_some() => {
-                    let how = due.map_or(Write::Changed, |(_, how)| how);
-                    due = None;
-                    if let Some(found) = &mut findings {
-                        let rescanned = match found.rescan.len() > RESCANS_AT_MOST {
-                            // Many at once (a relabelling of every namespace):
-                            // one full scan lists less than a scan of each.
-                            true => {
-                                found.rescan.clear();
-                                scan_now = true;
-                                true
-                            }
-                            false => self.rescan(found, &mut problems).await,
-                        };
-                        due = self.write(&mut writer, found, how, &mut written, &mut problems).await;
-                        if !rescanned {
-                            due = due.or(Some((Instant::now() + RETRY, Write::Changed)));
-                        }
-                        self.say(&mut problems);
-                        self.repair(found).await;
-                    }
-                },
+            Err(error) => {
+                self.scan_failures = self.scan_failures.saturating_add(1);
+                let retry = scan_retry(self.scan_failures, audit.interval);
+                self.next_scan = Instant::now() + retry;
+                self.problems.work = Some(format!(
+                    "the last scan failed, scanning again in {}s: {error}",
+                    retry.as_secs()
+                ));
+            }
+        }
+        audit.say(&mut self.problems);
+    }
+
+    /// A Namespace's labels or annotations changed (its objects are
+    /// scanned again before the next write), or it was deleted (its
+    /// objects go with it, each with its own event; a namespace made again
+    /// by that name is read afresh).
+    fn namespace_changed(&mut self, audit: &InClusterAudit, change: NamespaceChange) {
+        let Some(found) = &mut self.findings else {
+            return;
+        };
+        match change {
+            NamespaceChange::Described(name) => {
+                if let Lookup::Found(namespace) = audit.namespaces.lookup(&name) {
+                    found
+                        .namespaces
+                        .insert(name.clone(), Value::clone(&namespace));
+                }
+                found.rescan.insert(name);
+                self.due
+                    .get_or_insert((Instant::now() + SETTLE, Write::Changed));
+            }
+            NamespaceChange::Deleted(name) => {
+                found.namespaces.remove(&name);
+                found.rescan.remove(&name);
             }
         }
     }
 
+    /// One event of a current watch, into the findings.
+    async fn watched(&mut self, audit: &InClusterAudit, event: KindEvent) {
+        let current = self.watches.as_ref().map(|w| w.generation) == Some(event.generation);
+        if let Some(found) = self.findings.as_mut().filter(|_| current)
+            && audit.follow(found, event, &mut self.problems).await
+        {
+            self.due
+                .get_or_insert((Instant::now() + SETTLE, Write::Changed));
+        }
+        audit.say(&mut self.problems);
+    }
+
+    /// The write that was due: namespaces to scan again first (past
+    /// [`RESCANS_AT_MOST`], one full scan instead), then the reports, then
+    /// the repairs.
+    async fn write(&mut self, audit: &InClusterAudit) {
+        let how = self.due.map_or(Write::Changed, |(_, how)| how);
+        self.due = None;
+        let Some(found) = &mut self.findings else {
+            return;
+        };
+        let rescanned = match found.rescan.len() > RESCANS_AT_MOST {
+            // Many at once (a relabelling of every namespace): one full
+            // scan lists less than a scan of each.
+            true => {
+                found.rescan.clear();
+                self.scan_now = true;
+                true
+            }
+            false => audit.rescan(found, &mut self.problems).await,
+        };
+        self.due = audit
+            .write(
+                &mut self.writer,
+                found,
+                how,
+                &mut self.written,
+                &mut self.problems,
+            )
+            .await;
+        if !rescanned {
+            self.due = self.due.or(Some((Instant::now() + RETRY, Write::Changed)));
+        }
+        audit.say(&mut self.problems);
+        audit.repair(found).await;
+    }
+
+    /// When a watch's failure is no longer said, if one is.
+    fn watch_failure_over(&self) -> Option<Instant> {
+        self.problems
+            .watches
+            .values()
+            .map(|(_, failed)| *failed + WATCH_FAILURE_SAID)
+            .min()
+    }
+}
+
+impl InClusterAudit {
+    /// Scans, watches and reports until the mutators' or the Lease's
+    /// sender is gone.
+    pub async fn run(mut self) {
+        let mut mutators = self.feed.state().subscribe();
+        let mut namespace_changes = self.namespaces.changes();
+        let (sender, mut events) = mpsc::channel::<KindEvent>(256);
+        let mut turn = Leadership::new(&self, sender);
+        loop {
+            let leading = *self.leader.borrow_and_update();
+            self.feed.metrics().set_audit_leader(leading);
+            if !leading {
+                turn.step_down(&self);
+            }
+            if leading
+                && turn.scan_now
+                && let Some(snapshot) = self.feed.state().current()
+            {
+                turn.scan(&self, snapshot).await;
+            }
+            turn.scan_now = false;
+            let write_at = turn.due.map(|(at, _)| at);
+            let watch_failure_over = turn.watch_failure_over();
+            // Whatever comes first: the interval, new mutators, the Lease,
+            // a watch's event, the write of what changed.
+            tokio::select! {
+                () = tokio::time::sleep_until(turn.next_scan) => turn.scan_now = true,
+                changed = mutators.changed() => match changed {
+                    Ok(()) => turn.scan_now = true,
+                    Err(_) => return,
+                },
+                changed = self.leader.changed() => match changed {
+                    Ok(()) => turn.scan_now = true,
+                    Err(_) => return,
+                },
+                changed = namespace_changes.recv() => match changed {
+                    Ok(change) => turn.namespace_changed(&self, change),
+                    // Changes were missed: all of them are caught up with.
+                    Err(broadcast::error::RecvError::Lagged(_)) => turn.scan_now = true,
+                    Err(broadcast::error::RecvError::Closed) => return,
+                },
+                Some(event) = events.recv() => turn.watched(&self, event).await,
+                // A watch's failure no longer said.
+                () = tokio::time::sleep_until(watch_failure_over.unwrap_or_else(Instant::now)), if watch_failure_over.is_some() => {
+                    self.say(&mut turn.problems);
+                },
+                () = tokio::time::sleep_until(write_at.unwrap_or_else(Instant::now)), if write_at.is_some() => {
+                    turn.write(&self).await;
+                },
+            }
+        }
+    }
     /// A full scan of `snapshot`'s kinds: the findings, what was listed, the
     /// kinds RBAC left out (the API server's refusals), and the objects that
     /// would change.
