@@ -9,6 +9,7 @@ pub mod cluster;
 pub mod https;
 pub mod node;
 pub mod provider;
+pub mod samples;
 pub mod scratch;
 pub mod suite;
 

@@ -11,9 +11,10 @@
 //! same entry points this binary calls.
 
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 
+use sartor_tests::samples::{MUTATED_POD, POD, PROD_ONLY, PULL};
 use sartor_tests::scratch::scratch;
 
 /// Runs `sartor` in `dir`; (exit code, stdout, stderr).
@@ -40,44 +41,6 @@ fn sartor(dir: &Path, args: &[&str], stdin: &str) -> (i32, String, String) {
     )
 }
 
-/// On CREATE only: on UPDATE too, lint would warn (breaks-update).
-const PULL: &str = "apiVersion: mutations.gatekeeper.sh/v1
-kind: Assign
-metadata: {name: pull}
-spec:
-  applyTo: [{groups: [''], versions: [v1], kinds: [Pod], operations: [CREATE]}]
-  location: 'spec.containers[name: *].imagePullPolicy'
-  parameters: {assign: {value: Always}}
-";
-
-const PROD_ONLY: &str = "apiVersion: mutations.sartor.dev/v1
-kind: AssignMetadata
-metadata: {name: tier}
-spec:
-  match: {namespaceSelector: {matchLabels: {env: prod}}}
-  location: metadata.labels.tier
-  parameters: {assign: {value: gold}}
-";
-
-const POD: &str = "apiVersion: v1
-kind: Pod
-metadata: {name: web, namespace: shop}
-spec:
-  containers: [{name: app, image: nginx}]
-";
-
-const MUTATED_POD: &str = "apiVersion: v1
-kind: Pod
-metadata:
-  name: web
-  namespace: shop
-spec:
-  containers:
-  - image: nginx
-    imagePullPolicy: Always
-    name: app
-";
-
 /// The same location made invalid: the mutator does not compile.
 fn broken_pull() -> String {
     PULL.replace(
@@ -88,11 +51,6 @@ fn broken_pull() -> String {
 
 /// What `sartor` says of `broken_pull()` in `pull.yaml`.
 const BROKEN_PULL_ERROR: &str = "error: pull.yaml: document 1: Assign pull: spec.location: invalid location \"spec.containers[name: *\": expected ']' at 23, found end of location\n  spec.containers[name: *\n                         ^\n";
-
-/// The repository root.
-fn repo_root() -> PathBuf {
-    sartor_tests::workspace_root()
-}
 
 // === the offline commands: exit codes, stdout and stderr, stdin ===
 
@@ -395,7 +353,7 @@ fn audit_refuses_invalid_mutator_files_before_reaching_a_cluster() {
 
 #[test]
 fn crds_prints_or_writes_the_checked_in_crds() {
-    let root = repo_root().join("crds");
+    let root = sartor_tests::workspace_root().join("crds");
     let files = [
         "assign.yaml",
         "assignimage.yaml",
@@ -423,7 +381,7 @@ fn crds_prints_or_writes_the_checked_in_crds() {
 
 #[test]
 fn export_map_prints_the_policy_and_names_what_it_leaves_out() {
-    let dir = repo_root();
+    let dir = sartor_tests::workspace_root();
     let (code, stdout, stderr) = sartor(&dir, &["export", "map", "examples/mutators"], "");
     assert_eq!(code, 1, "{stderr}");
     assert_eq!(

@@ -6,6 +6,8 @@ use std::path::{Path, PathBuf};
 
 pub(crate) use sartor_tests::scratch::{Scratch, scratch};
 
+pub(crate) use sartor_tests::samples::{MUTATED_POD, POD, PROD_ONLY, PULL};
+
 use crate::{Exit, Io};
 
 /// The repository root.
@@ -88,49 +90,11 @@ pub(crate) fn run_in(
 
 // === the mutators and objects the tests share ===
 
-/// On CREATE only: on UPDATE too, lint would warn (breaks-update).
-pub(crate) const PULL: &str = "apiVersion: mutations.gatekeeper.sh/v1
-kind: Assign
-metadata: {name: pull}
-spec:
-  applyTo: [{groups: [''], versions: [v1], kinds: [Pod], operations: [CREATE]}]
-  location: 'spec.containers[name: *].imagePullPolicy'
-  parameters: {assign: {value: Always}}
-";
-
 /// PULL for every operation: what expansion generates is admitted by no
 /// operation, which only such a mutator matches (as in Gatekeeper).
 pub(crate) fn pull_every_operation() -> String {
     PULL.replace(", operations: [CREATE]", "")
 }
-
-pub(crate) const PROD_ONLY: &str = "apiVersion: mutations.sartor.dev/v1
-kind: AssignMetadata
-metadata: {name: tier}
-spec:
-  match: {namespaceSelector: {matchLabels: {env: prod}}}
-  location: metadata.labels.tier
-  parameters: {assign: {value: gold}}
-";
-
-pub(crate) const POD: &str = "apiVersion: v1
-kind: Pod
-metadata: {name: web, namespace: shop}
-spec:
-  containers: [{name: app, image: nginx}]
-";
-
-pub(crate) const MUTATED_POD: &str = "apiVersion: v1
-kind: Pod
-metadata:
-  name: web
-  namespace: shop
-spec:
-  containers:
-  - image: nginx
-    imagePullPolicy: Always
-    name: app
-";
 
 /// A repository: mutators beside the workloads and their Namespace, in one
 /// tree and one multi-document file (as `kustomize build` prints it).
