@@ -115,8 +115,12 @@ pub trait Sink {
 pub fn sink(format: AuditFormat, diff: bool, explain: bool) -> Box<dyn Sink> {
     match format {
         AuditFormat::Text => Box::new(Text { diff, explain }),
-        AuditFormat::Json | AuditFormat::Yaml => Box::new(Document {
-            yaml: format == AuditFormat::Yaml,
+        AuditFormat::Json => Box::new(Json {
+            buffer: String::new(),
+            changes: 0,
+            errors: Vec::new(),
+        }),
+        AuditFormat::Yaml => Box::new(Yaml {
             changes: Vec::new(),
             errors: Vec::new(),
         }),
@@ -295,35 +299,54 @@ impl Sink for Text {
     }
 }
 
-/// `-o json` and `-o yaml`: one document, each object's entry (never the
-/// object: one page of objects is held at a time, whatever the scan's size).
-struct Document {
-    yaml: bool,
+/// One object's entry of `-o json` and `-o yaml`: `Ok` when it would change
+/// (its mutators and paths), `Err` when it cannot be mutated (why).
+fn entry(audited: &Audited) -> Result<Value, Value> {
+    let object = &audited.object;
+    let mut entry = Map::new();
+    entry.insert("apiVersion".into(), json!(object.resource.api_version));
+    entry.insert("kind".into(), json!(object.resource.kind));
+    entry.insert("namespace".into(), json!(object.namespace));
+    entry.insert("name".into(), json!(object.name));
+    match &audited.outcome {
+        Outcome::Changes {
+            mutators, paths, ..
+        } => {
+            let mutators: Vec<String> = mutators.iter().map(ToString::to_string).collect();
+            entry.insert("mutators".into(), json!(mutators));
+            entry.insert("paths".into(), json!(paths));
+            Ok(Value::Object(entry))
+        }
+        Outcome::Failed(reason) => {
+            entry.insert("error".into(), json!(reason));
+            Err(Value::Object(entry))
+        }
+    }
+}
+
+/// The summary's part of the document: each kind listed with its count,
+/// and how many objects were scanned.
+fn kinds(summary: &Summary) -> Value {
+    let kinds: Map<String, Value> = summary
+        .kinds
+        .iter()
+        .map(|(kind, n)| (kind.clone(), Value::from(*n)))
+        .collect();
+    Value::Object(kinds)
+}
+
+/// `-o yaml`: one document, each object's entry kept until the summary
+/// (never the object: one page of objects is held at a time).
+struct Yaml {
     changes: Vec<Value>,
     errors: Vec<Value>,
 }
 
-impl Sink for Document {
+impl Sink for Yaml {
     fn found(&mut self, audited: &Audited, _: &mut Io<'_>) -> anyhow::Result<()> {
-        let object = &audited.object;
-        let mut entry = Map::new();
-        entry.insert("apiVersion".into(), json!(object.resource.api_version));
-        entry.insert("kind".into(), json!(object.resource.kind));
-        entry.insert("namespace".into(), json!(object.namespace));
-        entry.insert("name".into(), json!(object.name));
-        match &audited.outcome {
-            Outcome::Changes {
-                mutators, paths, ..
-            } => {
-                let mutators: Vec<String> = mutators.iter().map(ToString::to_string).collect();
-                entry.insert("mutators".into(), json!(mutators));
-                entry.insert("paths".into(), json!(paths));
-                self.changes.push(Value::Object(entry));
-            }
-            Outcome::Failed(reason) => {
-                entry.insert("error".into(), json!(reason));
-                self.errors.push(Value::Object(entry));
-            }
+        match entry(audited) {
+            Ok(change) => self.changes.push(change),
+            Err(error) => self.errors.push(error),
         }
         Ok(())
     }
@@ -331,14 +354,9 @@ impl Sink for Document {
     fn finish(&mut self, summary: &Summary, io: &mut Io<'_>) -> anyhow::Result<()> {
         // The entries are moved in, not copied (`json!` would serialize them
         // again: a tenth of a 10,000-object scan).
-        let kinds: Map<String, Value> = summary
-            .kinds
-            .iter()
-            .map(|(kind, n)| (kind.clone(), Value::from(*n)))
-            .collect();
         let mut report = Map::new();
         report.insert("scanned".to_string(), Value::from(summary.scanned()));
-        report.insert("kinds".to_string(), Value::Object(kinds));
+        report.insert("kinds".to_string(), kinds(summary));
         report.insert(
             "changes".to_string(),
             Value::Array(std::mem::take(&mut self.changes)),
@@ -347,17 +365,83 @@ impl Sink for Document {
             "errors".to_string(),
             Value::Array(std::mem::take(&mut self.errors)),
         );
-        let report = Value::Object(report);
-        if self.yaml {
-            return io.print(&to_yaml(&report)?);
+        io.print(&to_yaml(&Value::Object(report))?)
+    }
+}
+
+/// `-o json`: the document `serde_json` prints, byte for byte, written as
+/// the scan goes. Its keys come sorted (`changes`, `errors`, `kinds`,
+/// `scanned`), so each change is written when it is found and only the
+/// errors (few) and the summary wait for the end: the output of a scan of
+/// any size is never held, only [`Json::FLUSH_AT`] of it.
+struct Json {
+    /// What is written next, flushed past [`Json::FLUSH_AT`].
+    buffer: String,
+    /// Changes written so far.
+    changes: usize,
+    errors: Vec<Value>,
+}
+
+impl Json {
+    const FLUSH_AT: usize = 64 * 1024;
+
+    /// Adds `value`, pretty-printed, with every line after the first
+    /// indented by `indent` spaces (its place in the document).
+    fn push(&mut self, value: &Value, indent: &str) -> anyhow::Result<()> {
+        let text = serde_json::to_string_pretty(value)?;
+        for (i, line) in text.split('\n').enumerate() {
+            if i > 0 {
+                self.buffer.push('\n');
+                self.buffer.push_str(indent);
+            }
+            self.buffer.push_str(line);
         }
-        // Written as it is serialized, never held whole as text.
-        let mut out = std::io::BufWriter::new(&mut *io.out);
-        serde_json::to_writer_pretty(&mut out, &report)
-            .map_err(std::io::Error::from)
-            .and_then(|()| writeln!(out))
-            .and_then(|()| out.flush())
-            .context("writing to stdout")
+        Ok(())
+    }
+
+    fn flush(&mut self, io: &mut Io<'_>) -> anyhow::Result<()> {
+        io.out
+            .write_all(self.buffer.as_bytes())
+            .and_then(|()| io.out.flush())
+            .context("writing to stdout")?;
+        self.buffer.clear();
+        Ok(())
+    }
+}
+
+impl Sink for Json {
+    fn found(&mut self, audited: &Audited, io: &mut Io<'_>) -> anyhow::Result<()> {
+        let change = match entry(audited) {
+            Ok(change) => change,
+            Err(error) => {
+                self.errors.push(error);
+                return Ok(());
+            }
+        };
+        self.buffer.push_str(match self.changes {
+            0 => "{\n  \"changes\": [\n    ",
+            _ => ",\n    ",
+        });
+        self.changes += 1;
+        self.push(&change, "    ")?;
+        if self.buffer.len() >= Json::FLUSH_AT {
+            self.flush(io)?;
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, summary: &Summary, io: &mut Io<'_>) -> anyhow::Result<()> {
+        self.buffer.push_str(match self.changes {
+            0 => "{\n  \"changes\": [],\n  \"errors\": ",
+            _ => "\n  ],\n  \"errors\": ",
+        });
+        let errors = Value::Array(std::mem::take(&mut self.errors));
+        self.push(&errors, "  ")?;
+        self.buffer.push_str(",\n  \"kinds\": ");
+        self.push(&kinds(summary), "  ")?;
+        self.buffer
+            .push_str(&format!(",\n  \"scanned\": {}\n}}\n", summary.scanned()));
+        self.flush(io)
     }
 }
 
