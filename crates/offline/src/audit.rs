@@ -1,7 +1,7 @@
 //! `sartor audit`'s findings as people and tools read them: one [`Sink`]
-//! per output format, each object written as the scan finds it (text) or
-//! kept as a small entry until the summary (JSON, YAML, JUnit), never the
-//! object itself. The controller lists the cluster and `sartor-audit`
+//! per output format, each object written as the scan finds it (text, and
+//! JSON's changes) or kept as a small entry until the summary (YAML, JUnit,
+//! JSON's errors), never the object itself. The controller lists the cluster and `sartor-audit`
 //! decides; this module only writes, to the [`Io`] it is given.
 
 // Everything goes through the `Io` given: a test reads what a user would see.
