@@ -405,6 +405,13 @@ fn export_map_prints_the_policy_and_names_what_it_leaves_out() {
         documents[0]["metadata"]["annotations"]["mutations.sartor.dev/exported"],
         "Assign/always-pull-deployments, Assign/always-pull-pods, Assign/log-sidecar, Assign/no-host-ports, Assign/seccomp-runtime-default, AssignImage/pin-registry, AssignMetadata/owner-from-namespace, AssignMetadata/team-from-namespace, ModifySet/no-debug-flag"
     );
+    // The mutators named by -m / --mutators, as the other commands take
+    // them: the same output.
+    let flagged = sartor(&dir, &["export", "map", "-m", "examples/mutators"], "");
+    assert_eq!(flagged, (code, stdout.clone(), stderr.clone()));
+    let (code_none, _, refused) = sartor(&dir, &["export", "map"], "");
+    assert_eq!(code_none, 2);
+    assert!(refused.contains("<PATH>"), "{refused}");
     // Every mutator exported: 0; invalid input: 2, saying why.
     let (code, _, _) = sartor(
         &dir,

@@ -37,8 +37,12 @@ pub enum ExportCommand {
 pub struct MapArgs {
     /// Mutator files or directories (sartor's or Gatekeeper's apiVersions);
     /// other documents are skipped.
-    #[arg(value_name = "PATH", required = true)]
+    #[arg(value_name = "PATH", required_unless_present = "mutators")]
     paths: Vec<String>,
+    /// The same as a PATH, as `sartor lint`, `mutate` and `audit` take
+    /// their mutators; repeat the flag for more.
+    #[arg(long = "mutators", short = 'm', value_name = "PATH", action = clap::ArgAction::Append)]
+    mutators: Vec<String>,
     /// The policy's and the binding's name.
     #[arg(long, default_value = "sartor")]
     name: String,
@@ -145,7 +149,11 @@ pub fn run(command: &ExportCommand, io: &mut Io<'_>) -> anyhow::Result<Exit> {
         specs,
         resources,
         ..
-    }) = read_mutators(&args.paths, &args.api_resources, io)?
+    }) = read_mutators(
+        &[args.mutators.as_slice(), args.paths.as_slice()].concat(),
+        &args.api_resources,
+        io,
+    )?
     else {
         return Ok(Exit::InvalidInput);
     };
