@@ -74,7 +74,8 @@ async fn audit_cluster(args: &ScanArgs, io: &mut Io<'_>) -> anyhow::Result<Exit>
             None => return Ok(Exit::InvalidInput),
         },
     };
-    let client = sartor_controller::client(args.context.as_deref()).await?;
+    let client =
+        sartor_controller::client(args.kubeconfig.as_deref(), args.context.as_deref()).await?;
     let system = match from_files {
         Some(system) => system,
         None => {

@@ -337,6 +337,21 @@ fn a_closed_stdout_ends_mutate_with_an_error_not_a_panic() {
 // === the commands whose libraries are tested elsewhere ===
 
 #[test]
+fn audit_names_a_kubeconfig_it_cannot_read() {
+    let dir = scratch("audit-kubeconfig", &[("pull.yaml", PULL)]);
+    let (code, stdout, stderr) = sartor(
+        &dir,
+        &["audit", "-m", "pull.yaml", "--kubeconfig", "missing/config"],
+        "",
+    );
+    assert_eq!((code, stdout.as_str()), (2, ""));
+    assert!(
+        stderr.starts_with("error: --kubeconfig missing/config: "),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn audit_refuses_invalid_mutator_files_before_reaching_a_cluster() {
     let broken = PULL.replace(
         "'spec.containers[name: *].imagePullPolicy'",

@@ -44,6 +44,10 @@ pub struct ScanArgs {
     /// admission.sartor.dev/ignore are left out too. Repeat the flag for more.
     #[arg(long = "exclude-namespace", value_name = "NAME", default_value = "kube-system", action = clap::ArgAction::Append)]
     pub exclude_namespaces: Vec<Wildcard>,
+    /// The kubeconfig file to use, as kubectl's flag (default: $KUBECONFIG,
+    /// else ~/.kube/config, else the in-cluster service account).
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<std::path::PathBuf>,
     /// The kubeconfig context to use (default: the current one).
     #[arg(long, value_name = "NAME")]
     pub context: Option<String>,

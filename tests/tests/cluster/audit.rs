@@ -51,6 +51,29 @@ pub fn stored_objects_the_mutators_would_change_are_listed(
         audit(suite, &["--mutators", &mutators, "-n", "audit"])?,
         (Some(0), line.to_string()),
     )?;
+    // The kubeconfig named by --kubeconfig, as kubectl's flag: it wins
+    // over a $KUBECONFIG that points nowhere.
+    let output = Command::new(sartor_tests::binary::sartor()?)
+        .args([
+            "audit",
+            "--mutators",
+            &mutators,
+            "-n",
+            "audit",
+            "--kubeconfig",
+        ])
+        .arg(&suite.plane.kubeconfig)
+        .env("KUBECONFIG", plane.dir().join("no-such-kubeconfig"))
+        .output()
+        .map_err(|e| e.to_string())?;
+    same(
+        "audit --kubeconfig",
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+        ),
+        (Some(0), line.to_string()),
+    )?;
     // A namespace the webhook never sees is left out, as `serve
     // --exclude-namespace` leaves it out.
     same(
