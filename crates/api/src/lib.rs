@@ -247,6 +247,38 @@ impl MutatorObject {
         }
     }
 
+    /// `spec.match`.
+    pub fn match_criteria(&self) -> &Match {
+        match self {
+            MutatorObject::Assign(m) => &m.spec.r#match,
+            MutatorObject::AssignImage(m) => &m.spec.r#match,
+            MutatorObject::AssignMetadata(m) => &m.spec.r#match,
+            MutatorObject::ModifySet(m) => &m.spec.r#match,
+        }
+    }
+
+    /// `spec.applyTo`; `None` for an AssignMetadata, which has none (it
+    /// applies to every kind its `match` takes).
+    pub fn apply_to(&self) -> Option<&[ApplyTo]> {
+        match self {
+            MutatorObject::Assign(m) => Some(&m.spec.apply_to),
+            MutatorObject::AssignImage(m) => Some(&m.spec.apply_to),
+            MutatorObject::ModifySet(m) => Some(&m.spec.apply_to),
+            MutatorObject::AssignMetadata(_) => None,
+        }
+    }
+
+    /// `spec.parameters.pathTests`; none for an AssignMetadata, whose key
+    /// alone decides.
+    pub fn path_tests(&self) -> &[PathTest] {
+        match self {
+            MutatorObject::Assign(m) => &m.spec.parameters.path_tests,
+            MutatorObject::AssignImage(m) => &m.spec.parameters.path_tests,
+            MutatorObject::ModifySet(m) => &m.spec.parameters.path_tests,
+            MutatorObject::AssignMetadata(_) => &[],
+        }
+    }
+
     /// `spec.parameters.conditions` (sartor only), in order.
     pub fn conditions(&self) -> &[ValueCondition] {
         match self {

@@ -14,6 +14,7 @@ mod modify_set;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
+use std::sync::Arc;
 
 use sartor_api::{ApplyTo, MutatorKind, MutatorObject, OperationPattern, ValueOperator};
 use sartor_location::{ListSelector, Node, ParseError, Path, PathTestError, PathTests};
@@ -53,6 +54,10 @@ pub struct Mutator {
     /// each entry on its own; [`Applies`] merges them).
     whole_kinds: BTreeSet<Gvk>,
     generated_as_created: bool,
+    /// The object it was compiled from: what the MAP export and the
+    /// webhook's derived match condition translate, so they need no second
+    /// copy of the set beside the system.
+    spec: Arc<MutatorObject>,
 }
 
 /// Which kinds and operations a mutator applies to.
@@ -447,6 +452,7 @@ impl Mutator {
             action: parts.action,
             whole_kinds: parts.whole_kinds,
             generated_as_created: false,
+            spec: Arc::new(object.clone()),
         })
     }
 
@@ -486,6 +492,11 @@ impl Mutator {
     /// Its kind and name.
     pub fn id(&self) -> &MutatorId {
         &self.id
+    }
+
+    /// The object it was compiled from.
+    pub fn spec(&self) -> &MutatorObject {
+        &self.spec
     }
 
     /// `metadata.generation` of the object it was compiled from, if set.

@@ -47,7 +47,6 @@ pub(crate) fn apply_to(
     let mut alternatives = Vec::new();
     for entry in entries {
         let operations = operations(entry);
-        let listed: Vec<String> = operations.iter().map(|o| cel::string(o)).collect();
         for group in &entry.groups {
             for version in &entry.versions {
                 for kind in &entry.kinds {
@@ -56,13 +55,7 @@ pub(crate) fn apply_to(
                         continue;
                     };
                     rules.insert(rule);
-                    alternatives.push(format!(
-                        "(request.kind.group == {} && request.kind.version == {} && request.kind.kind == {} && request.operation in [{}])",
-                        cel::string(group),
-                        cel::string(version),
-                        cel::string(kind),
-                        listed.join(", ")
-                    ));
+                    alternatives.push(applies_to(group, version, kind, &operations));
                 }
             }
         }
@@ -70,11 +63,47 @@ pub(crate) fn apply_to(
     if rules.is_empty() {
         return Err(Reason::NoKinds);
     }
-    let guard = match alternatives.as_slice() {
+    Ok((rules, any_of(&alternatives)))
+}
+
+/// An `applyTo` as CEL alone, with no resource to find: what the webhook's
+/// match condition needs, where the request names its kind.
+pub(crate) fn apply_to_guard(entries: &[ApplyTo]) -> String {
+    let mut alternatives = Vec::new();
+    for entry in entries {
+        let operations = operations(entry);
+        for group in &entry.groups {
+            for version in &entry.versions {
+                for kind in &entry.kinds {
+                    alternatives.push(applies_to(group, version, kind, &operations));
+                }
+            }
+        }
+    }
+    match alternatives.is_empty() {
+        true => "false".to_string(),
+        false => any_of(&alternatives),
+    }
+}
+
+/// Whether the request is for `kind` of `group`/`version` by one of `operations`.
+fn applies_to(group: &str, version: &str, kind: &str, operations: &[&'static str]) -> String {
+    let listed: Vec<String> = operations.iter().map(|o| cel::string(o)).collect();
+    format!(
+        "(request.kind.group == {} && request.kind.version == {} && request.kind.kind == {} && request.operation in [{}])",
+        cel::string(group),
+        cel::string(version),
+        cel::string(kind),
+        listed.join(", ")
+    )
+}
+
+/// `alternatives` joined by `||`, grouped.
+fn any_of(alternatives: &[String]) -> String {
+    match alternatives {
         [one] => one.clone(),
         _ => format!("({})", alternatives.join(" || ")),
-    };
-    Ok((rules, guard))
+    }
 }
 
 /// The rule of `kind` in `group` at `version`: `None` when the group is a
@@ -145,8 +174,19 @@ pub(crate) use sartor_api::IS_NAMESPACE_CEL as IS_NAMESPACE;
 /// The namespace the namespace criteria compare (`sartor_api::namespace_of`).
 pub(crate) use sartor_api::NAMESPACE_OF_CEL as COMPARED_NAMESPACE;
 
+/// Whether the CEL at hand has the object's Namespace (`namespaceObject`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Namespace {
+    /// A MutatingAdmissionPolicy's: `namespaceObject`.
+    Bound,
+    /// A webhook's match condition, which has none: a `namespaceSelector`
+    /// is taken to hold for any object but a Namespace (judged on its own
+    /// labels), which keeps the condition no narrower than the match.
+    Unbound,
+}
+
 /// `match` as CEL, criterion by criterion as the engine checks them.
-fn criteria_guard(criteria: &Match) -> String {
+pub(crate) fn criteria_guard(criteria: &Match, namespace: Namespace) -> String {
     let mut parts = Vec::new();
     if !criteria.kinds.is_empty() {
         let any = |list: &[String], subject: &str| {
@@ -200,11 +240,17 @@ fn criteria_guard(criteria: &Match) -> String {
         parts.push(format!("({})", cel::selector("object", selector)));
     }
     if let Some(selector) = &criteria.namespace_selector {
-        parts.push(format!(
-            r#"({IS_NAMESPACE} ? ({}) : (namespaceObject == null || ({})))"#,
-            cel::selector("object", selector),
-            cel::selector("namespaceObject", selector)
-        ));
+        parts.push(match namespace {
+            Namespace::Bound => format!(
+                r#"({IS_NAMESPACE} ? ({}) : (namespaceObject == null || ({})))"#,
+                cel::selector("object", selector),
+                cel::selector("namespaceObject", selector)
+            ),
+            Namespace::Unbound => format!(
+                r#"(!{IS_NAMESPACE} || ({}))"#,
+                cel::selector("object", selector)
+            ),
+        });
     }
     if let Some(name) = &criteria.name {
         let read = |field: &str| {
@@ -225,7 +271,7 @@ fn criteria_guard(criteria: &Match) -> String {
 /// `patches` when the mutation's own conditions (`applies`; `"true"` for
 /// none) and its `match` hold, else no patch.
 pub(crate) fn guarded(applies: String, criteria: &Match, patches: String) -> String {
-    let guard = [applies, criteria_guard(criteria)]
+    let guard = [applies, criteria_guard(criteria, Namespace::Bound)]
         .into_iter()
         .filter(|part| part != "true")
         .collect::<Vec<_>>();

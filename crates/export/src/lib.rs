@@ -32,7 +32,9 @@ mod mutation;
 mod passes;
 mod patch;
 mod policy;
+mod unchanged;
 mod value;
+mod webhook;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -42,6 +44,8 @@ use sartor_engine::{MutatorId, Scopes, System};
 use serde_json::Value;
 
 use crate::mutation::Mutation;
+
+pub use webhook::{Decided, Undecided, WebhookCondition};
 
 /// How the policies are written.
 #[derive(Debug, Clone, PartialEq, Eq)]

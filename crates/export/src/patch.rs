@@ -124,7 +124,7 @@ impl Leaf {
 /// `:` or is `localhost`; the tag is the rest from its first `:` or `@`.
 /// Each step is bound to a name with a one-element `map` (CEL in the API
 /// server has no `cel.bind`).
-fn image(read: &str, parts: &ImageParts) -> String {
+pub(crate) fn image(read: &str, parts: &ImageParts) -> String {
     let bind = |name: &str, value: &str, body: &str| format!("[{value}].map({name}, {body})[0]");
     let set = |part: &Option<String>| {
         part.as_deref()
@@ -363,6 +363,12 @@ fn fields_only(nodes: &[Node]) -> Option<Vec<&str>> {
             Node::List(_) => None,
         })
         .collect()
+}
+
+/// Whether the engine creates something for `nodes` missing, `value` at
+/// the end (not when a glob is on the way).
+pub(crate) fn creates(nodes: &[Node], value: &Leaf) -> bool {
+    built(nodes, value).is_some()
 }
 
 /// What the engine creates for `nodes` missing, `value` at the end: `None`
