@@ -98,6 +98,7 @@ const ALLOWED: [(&str, &[&str]); 10] = [
             "sartor-api",
             "sartor-audit",
             "sartor-engine",
+            "sartor-export",
             "sartor-state",
         ],
     ),

@@ -10,6 +10,13 @@
 //! replicas that see the same mutators derive the same rules, so a second
 //! writer finds nothing to change. Empty rules are an admin's off switch and
 //! are left alone.
+//!
+//! Beside the rules, the writer keeps one match condition of its own,
+//! [`MAY_CHANGE`]: `sartor_export::WebhookCondition`, true only when an
+//! enforced mutator matches the request and would change the object, so the
+//! API server skips sartor for everything else (an object that already
+//! conforms, another namespace, another name). The install's own conditions
+//! are left as they are.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -19,7 +26,9 @@ use k8s_openapi::api::admissionregistration::v1::{
     MutatingWebhookConfiguration, RuleWithOperations,
 };
 use kube::{Api, Client, Discovery};
-use sartor_engine::{Operation, Operations, Scopes, Targets};
+use k8s_openapi::api::admissionregistration::v1::MatchCondition;
+use sartor_engine::{Operation, Operations, Scopes, System, Targets};
+use sartor_export::WebhookCondition;
 use sartor_state::Snapshot;
 use tokio::sync::watch;
 
@@ -71,6 +80,15 @@ pub enum Round {
 /// (as [`summary`] gives them): rules equal to it were derived, any others
 /// (the install's) were not. Also what `kubectl get -o yaml` shows of them.
 pub const DERIVED_RULES: &str = "mutations.sartor.dev/derived-rules";
+
+/// The name of the match condition the writer keeps: the API server calls
+/// sartor only when it holds.
+pub use sartor_export::WEBHOOK_CONDITION as MAY_CHANGE;
+
+/// The configuration's annotation saying what the [`MAY_CHANGE`] condition
+/// decides: how many mutators it tells by whether they would change the
+/// object, how many by their match only (and why not more, in the log).
+pub const DERIVED_CONDITION: &str = "mutations.sartor.dev/derived-condition";
 
 /// What a round found or did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -333,6 +351,49 @@ fn next_rules(
     normalized(&[installed.to_vec(), derived].concat())
 }
 
+/// The [`MAY_CHANGE`] expression a round installs (`None`: no condition,
+/// every object the rules send is sent), given the `installed` one and what
+/// this replica derives: the derived one, except that a periodic round over
+/// a condition a replica derived only adds the terms it lacks.
+fn next_condition(
+    installed: Option<&str>,
+    derived: &WebhookCondition,
+    round: Round,
+) -> Option<String> {
+    let (Round::Periodic, Some(installed), Some(_)) = (round, installed, &derived.expression)
+    else {
+        return derived.expression.clone();
+    };
+    let Some(mut terms) = WebhookCondition::terms_of(installed) else {
+        return derived.expression.clone();
+    };
+    if derived.terms.is_subset(&terms) {
+        return Some(installed.to_string());
+    }
+    terms.extend(derived.terms.iter().cloned());
+    WebhookCondition::of_terms(terms).expression
+}
+
+/// What the [`DERIVED_CONDITION`] annotation says of `condition`.
+fn condition_summary(condition: &WebhookCondition, installed: bool) -> String {
+    if !installed {
+        return "none: some mutator is sent every object it matches whatever its kind, or the condition would pass the API server's limits".to_string();
+    }
+    let mut change = 0;
+    let mut matched = 0;
+    let mut never = 0;
+    for (_, decided) in &condition.mutators {
+        match decided {
+            sartor_export::Decided::Change => change += 1,
+            sartor_export::Decided::Match(_) => matched += 1,
+            sartor_export::Decided::Never => never += 1,
+        }
+    }
+    format!(
+        "{MAY_CHANGE}: {change} mutators sent only what they would change, {matched} all they match, {never} nothing (generated objects only)"
+    )
+}
+
 /// Whether `installed` sends everything `wanted` does (wildcards included).
 fn covers(installed: &[RuleWithOperations], wanted: &[RuleWithOperations]) -> bool {
     let installed = sent(installed);
@@ -435,6 +496,8 @@ pub struct RulesWriter {
     configuration: String,
     /// The webhook in it whose rules are kept.
     webhook: String,
+    /// Whether the [`MAY_CHANGE`] condition is derived (else it is removed).
+    condition: bool,
 }
 
 impl std::fmt::Debug for RulesWriter {
@@ -460,16 +523,27 @@ impl RulesWriter {
             metrics,
             configuration: configuration.to_string(),
             webhook: webhook.to_string(),
+            condition: true,
         }
     }
 
-    /// One round: derives the rules for `targets` and installs them unless
-    /// they are installed already or the rules are empty (switched off). A
-    /// `Round::Periodic` round only widens rules a replica derived (the
-    /// annotation `DERIVED_RULES` says which): a replica whose view of the
-    /// mutators lags never narrows what a newer one wrote; it narrows when its
-    /// own mutators change (`Round::Changed`) or when the installed rules
-    /// are not derived ones (the install applied again).
+    /// The same writer, deriving the [`MAY_CHANGE`] match condition
+    /// (`true`, the default) or keeping none (`false`: it is removed when
+    /// there, and the install's own conditions stand alone).
+    #[must_use]
+    pub fn deriving_condition(self, condition: bool) -> RulesWriter {
+        RulesWriter { condition, ..self }
+    }
+
+    /// One round: derives the rules and the [`MAY_CHANGE`] condition for
+    /// `system`'s enforced mutators and installs them unless they are
+    /// installed already or the rules are empty (switched off). A
+    /// `Round::Periodic` round only widens what a replica derived (the
+    /// annotation `DERIVED_RULES` says which rules; a condition only gains
+    /// terms): a replica whose view of the mutators lags never narrows what
+    /// a newer one wrote; it narrows when its own mutators change
+    /// (`Round::Changed`) or when the installed rules are not derived ones
+    /// (the install applied again).
     ///
     /// When discovery fails, every kind widens to its group and version (or
     /// to everything), those rules are installed, and the discovery error is
@@ -477,11 +551,8 @@ impl RulesWriter {
     ///
     /// # Errors
     /// Discovery, reading or writing the configuration failed.
-    pub async fn reconcile(
-        &self,
-        targets: &Targets,
-        round: Round,
-    ) -> Result<RulesAction, RulesError> {
+    pub async fn reconcile(&self, system: &System, round: Round) -> Result<RulesAction, RulesError> {
+        let targets = system.targets();
         let api: Api<MutatingWebhookConfiguration> = Api::all(self.client.clone());
         let fail = |action: &str| {
             let action = format!(
@@ -531,25 +602,53 @@ impl RulesWriter {
         let want = next_rules(
             &installed,
             marker.as_deref(),
-            derived(targets, &served),
+            derived(&targets, &served),
             round,
         );
+        let conditions = webhook.match_conditions.clone().unwrap_or_default();
+        let installed_condition = conditions
+            .iter()
+            .find(|condition| condition.name == MAY_CHANGE)
+            .map(|condition| condition.expression.as_str());
+        let derived_condition = WebhookCondition::of(system);
+        let want_condition = match self.condition {
+            true => next_condition(installed_condition, &derived_condition, round),
+            false => None,
+        };
         let state = if discovery.is_some() {
             RulesState::Error
         } else {
             RulesState::Derived
         };
-        let action = if installed == want {
+        let action = if installed == want && installed_condition == want_condition.as_deref() {
             self.metrics
                 .set_webhook_rules(state, Some(&resources(&installed)));
             RulesAction::Kept
         } else {
             webhook.rules = Some(want.clone());
-            config
+            let mut conditions: Vec<MatchCondition> = conditions
+                .into_iter()
+                .filter(|condition| condition.name != MAY_CHANGE)
+                .collect();
+            if let Some(expression) = &want_condition {
+                conditions.push(MatchCondition {
+                    name: MAY_CHANGE.to_string(),
+                    expression: expression.clone(),
+                });
+            }
+            webhook.match_conditions = Some(conditions).filter(|c| !c.is_empty());
+            let annotations = config
                 .metadata
                 .annotations
-                .get_or_insert_with(BTreeMap::new)
-                .insert(DERIVED_RULES.to_string(), summary(&want));
+                .get_or_insert_with(BTreeMap::new);
+            annotations.insert(DERIVED_RULES.to_string(), summary(&want));
+            match self.condition {
+                true => annotations.insert(
+                    DERIVED_CONDITION.to_string(),
+                    condition_summary(&derived_condition, want_condition.is_some()),
+                ),
+                false => annotations.remove(DERIVED_CONDITION),
+            };
             match api
                 .replace(&self.configuration, &crate::status::post_params(), &config)
                 .await
@@ -561,8 +660,15 @@ impl RulesWriter {
                         configuration = %self.configuration,
                         webhook = %self.webhook,
                         rules = %summary(&want),
+                        condition = %match want_condition {
+                            Some(_) => condition_summary(&derived_condition, true),
+                            None => "none".to_string(),
+                        },
                         "webhook rules installed"
                     );
+                    for line in derived_condition.explained() {
+                        tracing::debug!(mutator = %line, "webhook match condition");
+                    }
                     RulesAction::Written(summary(&want))
                 }
                 Err(kube::Error::Api(status)) if status.is_conflict() => RulesAction::Raced,
@@ -585,13 +691,10 @@ impl RulesWriter {
         // afresh; the others only widen.
         let mut round = Round::Changed;
         loop {
-            let targets = snapshots
-                .borrow_and_update()
-                .as_ref()
-                .map(|snapshot| snapshot.system.targets());
+            let snapshot = snapshots.borrow_and_update().clone();
             let mut wait = every;
-            if let Some(targets) = targets {
-                match self.reconcile(&targets, round).await {
+            if let Some(snapshot) = snapshot {
+                match self.reconcile(&snapshot.system, round).await {
                     Ok(action) => {
                         self.log(&action, last.as_ref());
                         if action == RulesAction::Raced {

@@ -31,6 +31,10 @@ use crate::unchanged::{self, Effect};
 use crate::value::{self, Source};
 use crate::{limits, named};
 
+/// The name sartor's mutating webhook gives the condition
+/// (`matchConditions`): the API server calls sartor only when it holds.
+pub const WEBHOOK_CONDITION: &str = "sartor-may-change";
+
 /// The operations sartor mutates on: any other is answered unchanged.
 const MUTATED: &str = r#"request.operation in ["CREATE", "UPDATE"]"#;
 

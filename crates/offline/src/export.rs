@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use clap::{Args, Subcommand, ValueEnum};
 use sartor_api::{Exclusions, Input, MutatorObject, Origin, Wildcard};
 use sartor_engine::{MutatorId, Scopes, System};
-use sartor_export::{FailurePolicy, Options};
+use sartor_export::{FailurePolicy, Options, WEBHOOK_CONDITION, WebhookCondition};
 use serde_json::Value;
 
 use crate::io::say;
@@ -30,6 +30,26 @@ pub enum ExportCommand {
     /// stderr with the reason; the policy holds the others); 2: invalid
     /// input, or no mutators among it.
     Map(MapArgs),
+    /// The match condition `sartor serve` keeps on its mutating webhook
+    /// (sartor-may-change, --webhook-match-condition derived) for these
+    /// mutators, as a YAML `matchConditions` entry on stdout; on stderr, how
+    /// each mutator is decided in it. The API server calls sartor only when
+    /// it holds: when some mutator matches the request and would change the
+    /// object. Exit 0: written (or none needed: every object is sent);
+    /// 2: invalid input, or no mutators among it.
+    Condition(ConditionArgs),
+}
+
+/// `sartor export condition`'s flags.
+#[derive(Debug, Args)]
+pub struct ConditionArgs {
+    /// Mutator files or directories (sartor's or Gatekeeper's apiVersions);
+    /// other documents are skipped.
+    #[arg(value_name = "PATH", required_unless_present = "mutators")]
+    paths: Vec<String>,
+    /// The same as a PATH; repeat the flag for more.
+    #[arg(long = "mutators", short = 'm', value_name = "PATH", action = clap::ArgAction::Append)]
+    mutators: Vec<String>,
 }
 
 /// `sartor export map`'s flags.
@@ -143,7 +163,10 @@ pub fn read_mutators(
 /// # Errors
 /// The YAML could not be printed.
 pub fn run(command: &ExportCommand, io: &mut Io<'_>) -> anyhow::Result<Exit> {
-    let ExportCommand::Map(args) = command;
+    let args = match command {
+        ExportCommand::Map(args) => args,
+        ExportCommand::Condition(args) => return condition(args, io),
+    };
     let Some(MutatorsAndResources {
         system,
         specs,
@@ -186,4 +209,34 @@ pub fn run(command: &ExportCommand, io: &mut Io<'_>) -> anyhow::Result<Exit> {
         true => Exit::Ok,
         false => Exit::MutationFailed,
     })
+}
+
+/// `sartor export condition`.
+fn condition(args: &ConditionArgs, io: &mut Io<'_>) -> anyhow::Result<Exit> {
+    let Some(MutatorsAndResources { system, .. }) = read_mutators(
+        &[args.mutators.as_slice(), args.paths.as_slice()].concat(),
+        &[],
+        io,
+    )?
+    else {
+        return Ok(Exit::InvalidInput);
+    };
+    let condition = WebhookCondition::of(&system);
+    match &condition.expression {
+        Some(expression) => io.print_line(
+            to_yaml(&serde_json::json!([{
+                "name": WEBHOOK_CONDITION,
+                "expression": expression,
+            }]))?
+            .trim_end(),
+        )?,
+        None => say!(
+            io,
+            "no condition: a mutator is sent every object it matches whatever the object holds, with no narrower match CEL can tell, or the condition would pass the API server's limits"
+        )?,
+    }
+    for line in condition.explained() {
+        say!(io, "{line}")?;
+    }
+    Ok(Exit::Ok)
 }

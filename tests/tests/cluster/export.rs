@@ -191,7 +191,7 @@ fn prove(plane: &ControlPlane, dir: &Path, proofs: &[Proof], count: usize) -> Re
 const PROBE_NAMESPACE: &str = "export-probe";
 
 /// The generator's custom resource.
-const WIDGET_CRD: &str = "\
+pub(crate) const WIDGET_CRD: &str = "\
 apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata: {name: widgets.example.com}
@@ -211,16 +211,17 @@ spec:
 
 /// A set of mutators, the Namespace its objects are admitted in, and the
 /// objects.
-struct Proof {
-    id: String,
-    mutators: Vec<Value>,
-    namespace: Value,
-    objects: Vec<Value>,
+#[derive(Clone)]
+pub(crate) struct Proof {
+    pub(crate) id: String,
+    pub(crate) mutators: Vec<Value>,
+    pub(crate) namespace: Value,
+    pub(crate) objects: Vec<Value>,
 }
 
 impl Proof {
     /// A generated case, created as CREATE in its namespace.
-    fn of(case: &Case) -> Proof {
+    pub(crate) fn of(case: &Case) -> Proof {
         let name = admitted_namespace(&case.object, case).unwrap_or_else(|| "default".to_string());
         let namespace = case.namespace.clone().unwrap_or_else(
             || json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}),
@@ -235,7 +236,7 @@ impl Proof {
 }
 
 /// The examples' mutators and objects, in a twin of their Namespace.
-fn examples_proof() -> Result<Proof, String> {
+pub(crate) fn examples_proof() -> Result<Proof, String> {
     let read = |relative: &str| sartor_tests::documents(&crate::repo().join(relative));
     let objects = read("examples/objects")?;
     let (namespaces, objects): (Vec<Value>, Vec<Value>) = objects
@@ -605,7 +606,7 @@ fn admit(
 /// `stored` without what the API server allocates after admission (a
 /// Service's cluster IPs, IP families and node ports) unless `written` has
 /// it: the object as a policy sees it, defaults in.
-fn without_allocations(mut stored: Value, written: &Value) -> Value {
+pub(crate) fn without_allocations(mut stored: Value, written: &Value) -> Value {
     if stored["kind"] != "Service" {
         return stored;
     }
@@ -693,7 +694,7 @@ spec: {{policyName: export-probe}}
 
 /// `object` created in `namespace` with a server-side dry run: as the API
 /// server would store it (server fields aside), or its refusal.
-fn create(plane: &ControlPlane, object: &Value, namespace: &str) -> Result<Value, String> {
+pub(crate) fn create(plane: &ControlPlane, object: &Value, namespace: &str) -> Result<Value, String> {
     let created = sartor_tests::cluster::run(
         plane.kubectl_command().args([
             "create",
@@ -729,7 +730,7 @@ fn create_elsewhere(
 }
 
 /// Runs `sartor args...`: its exit code, stdout and stderr.
-fn sartor_output(args: &[&str]) -> Result<(i32, String, String), String> {
+pub(crate) fn sartor_output(args: &[&str]) -> Result<(i32, String, String), String> {
     let output = std::process::Command::new(sartor_tests::binary::sartor()?)
         .args(args)
         .output()
@@ -758,7 +759,7 @@ fn reason_class(reason: &str) -> String {
 
 /// A DNS-1123 subdomain, as the API server requires of a custom resource's
 /// name.
-fn valid_name(name: &str) -> bool {
+pub(crate) fn valid_name(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= 253
         && name.split('.').all(|label| {
@@ -772,7 +773,7 @@ fn valid_name(name: &str) -> bool {
 }
 
 /// A number from the environment, or `default`.
-fn env_number<T: std::str::FromStr>(name: &str, default: T) -> Result<T, String> {
+pub(crate) fn env_number<T: std::str::FromStr>(name: &str, default: T) -> Result<T, String> {
     match std::env::var(name) {
         Ok(text) => text
             .parse()

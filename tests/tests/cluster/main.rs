@@ -29,6 +29,7 @@
 mod admission;
 mod audit;
 mod compat;
+mod condition;
 mod crds;
 mod export;
 mod external;
@@ -56,6 +57,7 @@ const TRIALS: &[Check<Suite>] = sartor_tests::trials![
     crds::apply_to_the_real_api_server,
     crds::cel_rules_reject_invalid_mutators,
     crds::kubectl_explain_shows_the_docs,
+    condition::skipped_objects_are_ones_sartor_would_not_change,
     export::exported_policies_store_what_sartor_mutate_predicts,
     export::generated_sets_store_what_sartor_mutate_predicts,
     export::the_api_servers_limits_are_checked_at_export,

@@ -86,6 +86,14 @@ pub struct ServeArgs {
     /// installed. Empty rules (the emergency off switch) are left alone.
     #[arg(long, value_enum, default_value_t = WebhookRules::Derived)]
     pub(super) webhook_rules: WebhookRules,
+    /// Cluster mode, with --webhook-rules derived: `derived` keeps a match
+    /// condition (sartor-may-change) on the mutating webhook that is true
+    /// only when an enforced mutator matches the request and would change
+    /// the object, so the API server skips sartor for every other object
+    /// (docs/operations.md, "Which requests reach sartor"); `none` removes
+    /// it. The install's own match conditions are left alone.
+    #[arg(long, value_enum, default_value_t = WebhookMatchCondition::Derived)]
+    pub(super) webhook_match_condition: WebhookMatchCondition,
     /// Cluster mode: the ValidatingWebhookConfiguration the CA is injected into.
     #[arg(long, value_name = "NAME", default_value = "sartor-validating")]
     pub(super) validating_webhook_configuration: String,
@@ -202,6 +210,12 @@ pub(super) enum CertMode {
 pub(super) enum WebhookRules {
     Derived,
     Pinned,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(super) enum WebhookMatchCondition {
+    Derived,
+    None,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

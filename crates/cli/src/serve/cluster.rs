@@ -13,7 +13,7 @@ use sartor_controller::{
 use sartor_webhook::TlsFiles;
 
 use super::ServeArgs;
-use super::args::{CertMode, WebhookRules};
+use super::args::{CertMode, WebhookMatchCondition, WebhookRules};
 use super::signal::shutdown_signal;
 
 /// Cluster mode: mutators and namespaces from the API server, status written
@@ -107,7 +107,8 @@ pub(super) async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
             wired.feed.metrics().clone(),
             &args.mutating_webhook_configuration,
             MUTATING_WEBHOOK,
-        );
+        )
+        .deriving_condition(args.webhook_match_condition == WebhookMatchCondition::Derived);
         tokio::spawn(rules.run(
             wired.feed.state().subscribe(),
             Duration::from_secs(args.cert_check_interval),
