@@ -22,11 +22,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
+use k8s_openapi::api::admissionregistration::v1::MatchCondition;
 use k8s_openapi::api::admissionregistration::v1::{
     MutatingWebhookConfiguration, RuleWithOperations,
 };
 use kube::{Api, Client, Discovery};
-use k8s_openapi::api::admissionregistration::v1::MatchCondition;
 use sartor_engine::{Operation, Operations, Scopes, System, Targets};
 use sartor_export::WebhookCondition;
 use sartor_state::Snapshot;
@@ -551,7 +551,11 @@ impl RulesWriter {
     ///
     /// # Errors
     /// Discovery, reading or writing the configuration failed.
-    pub async fn reconcile(&self, system: &System, round: Round) -> Result<RulesAction, RulesError> {
+    pub async fn reconcile(
+        &self,
+        system: &System,
+        round: Round,
+    ) -> Result<RulesAction, RulesError> {
         let targets = system.targets();
         let api: Api<MutatingWebhookConfiguration> = Api::all(self.client.clone());
         let fail = |action: &str| {

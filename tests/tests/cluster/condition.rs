@@ -49,7 +49,10 @@ pub fn skipped_objects_are_ones_sartor_would_not_change(suite: &mut Suite) -> Re
         .chain([ROUND_NAMESPACE])
         .collect();
     for name in needed {
-        if !existing.lines().any(|line| line == format!("namespace/{name}")) {
+        if !existing
+            .lines()
+            .any(|line| line == format!("namespace/{name}"))
+        {
             plane.kubectl(&["create", "namespace", name])?;
         }
     }
@@ -304,8 +307,7 @@ fn admit(
     tally: &mut Tally,
 ) -> Result<Vec<String>, String> {
     let probe = probe(&ready.namespace, ready.condition.as_deref(), round);
-    if let Err(refused) =
-        plane.kubectl_with_input(&["apply", "-f", "-"], Some(&probe.to_string()))
+    if let Err(refused) = plane.kubectl_with_input(&["apply", "-f", "-"], Some(&probe.to_string()))
     {
         return Ok(vec![format!(
             "{}: the API server refused the condition: {refused}",

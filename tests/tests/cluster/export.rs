@@ -694,7 +694,11 @@ spec: {{policyName: export-probe}}
 
 /// `object` created in `namespace` with a server-side dry run: as the API
 /// server would store it (server fields aside), or its refusal.
-pub(crate) fn create(plane: &ControlPlane, object: &Value, namespace: &str) -> Result<Value, String> {
+pub(crate) fn create(
+    plane: &ControlPlane,
+    object: &Value,
+    namespace: &str,
+) -> Result<Value, String> {
     let created = sartor_tests::cluster::run(
         plane.kubectl_command().args([
             "create",

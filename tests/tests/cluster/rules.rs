@@ -350,3 +350,165 @@ pub fn two_replicas_converge_without_flapping(suite: &mut Suite) -> Result<(), S
     );
     restore(suite)
 }
+
+/// The install's mutating webhook, as installed.
+fn mutating_webhook(suite: &Suite) -> Result<Value, String> {
+    let config = json(&suite.plane.kubectl(&[
+        "get",
+        "mutatingwebhookconfiguration",
+        "sartor-mutating",
+        "-o",
+        "json",
+    ])?)?;
+    Ok(config["webhooks"][0].clone())
+}
+
+/// A Pod that [`POD_MUTATOR`] would change (`enableServiceLinks` defaults
+/// to true), or would leave as it is.
+fn service_links_pod(name: &str, conforms: bool) -> String {
+    let links = match conforms {
+        true => "\n  enableServiceLinks: false",
+        false => "",
+    };
+    format!(
+        "apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}, namespace: default}}\nspec:\n  containers: [{{name: app, image: shop/app:1.0}}]{links}\n"
+    )
+}
+
+/// The derived match condition (`sartor-may-change`) keeps from sartor
+/// what its mutators would not change: with one Pod mutator, a Pod that
+/// already conforms is admitted with no call, one that does not is
+/// mutated. With `failurePolicy: Fail` and sartor stopped, the conforming
+/// Pod is still created and updated; the other is refused with the API
+/// server's message, then admitted, mutated, once sartor is back. The
+/// install's own condition stays beside the derived one.
+pub fn an_outage_blocks_only_what_sartor_would_change(suite: &mut Suite) -> Result<(), String> {
+    examples_enforced(suite)?;
+    delete_all_mutators(suite)?;
+    suite
+        .plane
+        .kubectl_with_input(&["apply", "-f", "-"], Some(POD_MUTATOR))?;
+    wait_rules(suite, "rules with a Pod mutator", &pod_rules())?;
+    eventually("the derived condition", Duration::from_secs(20), || {
+        let names: Vec<Value> = mutating_webhook(suite)?["matchConditions"]
+            .as_array()
+            .map(|conditions| conditions.iter().map(|c| c["name"].clone()).collect())
+            .unwrap_or_default();
+        same(
+            "the match conditions",
+            names,
+            vec![json!("not-a-policy-object"), json!("sartor-may-change")],
+        )
+    })?;
+    replica(suite)?;
+    let result = outage(suite);
+    // Whatever happened: Ignore again, the Pods gone, the examples back.
+    let _ = set_failure_policy(suite, "Ignore");
+    let _ = suite.plane.kubectl(&[
+        "delete",
+        "pod",
+        "outage-conforming",
+        "outage-changed",
+        "-n",
+        "default",
+        "--ignore-not-found",
+        "--wait=false",
+    ]);
+    replica(suite)?;
+    restore(suite)?;
+    result
+}
+
+fn set_failure_policy(suite: &Suite, policy: &str) -> Result<String, String> {
+    suite.plane.kubectl(&[
+        "patch",
+        "mutatingwebhookconfiguration",
+        "sartor-mutating",
+        "--type=json",
+        "-p",
+        &json!([{"op": "replace", "path": "/webhooks/0/failurePolicy", "value": policy}])
+            .to_string(),
+    ])
+}
+
+/// The calls and the outage of [`an_outage_blocks_only_what_sartor_would_change`].
+fn outage(suite: &mut Suite) -> Result<(), String> {
+    let plane = &suite.plane;
+    let sartor = suite.replica.as_ref().ok_or("no replica")?;
+    let before = mutate_requests(sartor)?;
+    let created = plane.kubectl_with_input(
+        &["create", "--dry-run=server", "-o", "json", "-f", "-"],
+        Some(&service_links_pod("outage-changed", false)),
+    )?;
+    same(
+        "enableServiceLinks of a Pod sartor mutated",
+        json(&created)?["spec"]["enableServiceLinks"].clone(),
+        json!(false),
+    )?;
+    same(
+        "calls for a Pod to change",
+        mutate_requests(sartor)? - before,
+        1,
+    )?;
+    let before = mutate_requests(sartor)?;
+    plane.kubectl_with_input(
+        &["create", "-f", "-"],
+        Some(&service_links_pod("outage-conforming", true)),
+    )?;
+    same(
+        "calls for a Pod that conforms",
+        mutate_requests(sartor)? - before,
+        0,
+    )?;
+
+    set_failure_policy(suite, "Fail")?;
+    let (_, log) = suite.replica.take().ok_or("no replica")?.stop();
+    let plane = &suite.plane;
+    // The API server sees the configuration change soon after it is
+    // written: the Pod sartor would change is refused once it does.
+    let refusal = eventually(
+        "the Pod to change refused",
+        Duration::from_secs(20),
+        || match plane.kubectl_with_input(
+            &["create", "--dry-run=server", "-f", "-"],
+            Some(&service_links_pod("outage-changed", false)),
+        ) {
+            Ok(created) => Err(format!("still admitted: {created}")),
+            Err(refusal) => Ok(refusal),
+        },
+    )
+    .map_err(|e| format!("{e}\nsartor's log:\n{log}"))?;
+    if !refusal.contains("failed calling webhook \"mutation.sartor.dev\"") {
+        return Err(format!("refused otherwise than by the outage: {refusal}"));
+    }
+    plane.kubectl_with_input(
+        &["create", "--dry-run=server", "-f", "-"],
+        Some(&service_links_pod("outage-conforming-2", true)),
+    )?;
+    plane.kubectl(&[
+        "label",
+        "pod",
+        "outage-conforming",
+        "-n",
+        "default",
+        "updated=during-the-outage",
+    ])?;
+
+    replica(suite)?;
+    let plane = &suite.plane;
+    eventually(
+        "the Pod to change admitted again",
+        Duration::from_secs(30),
+        || {
+            let created = plane.kubectl_with_input(
+                &["create", "--dry-run=server", "-o", "json", "-f", "-"],
+                Some(&service_links_pod("outage-changed", false)),
+            )?;
+            same(
+                "enableServiceLinks once sartor is back",
+                json(&created)?["spec"]["enableServiceLinks"].clone(),
+                json!(false),
+            )
+        },
+    )
+}
