@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use super::*;
 
-fn targets(yaml: &str) -> Targets {
+fn system(yaml: &str) -> System {
     let (documents, errors) = read_documents_from_str("test.yaml", yaml, false);
     let loaded = mutators_from_documents(&documents, errors);
     assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
@@ -14,7 +14,11 @@ fn targets(yaml: &str) -> Targets {
     for mutator in loaded.mutators {
         system.upsert(Mutator::compile(&mutator.object).unwrap());
     }
-    system.targets()
+    system
+}
+
+fn targets(yaml: &str) -> Targets {
+    system(yaml).targets()
 }
 
 /// Core Pods and apps Deployments in v1, and a CRD's kind in two versions.
@@ -262,4 +266,42 @@ fn a_periodic_round_only_widens_rules_a_replica_derived() {
     // Derived rules that lack something this replica needs are widened.
     let widened = next_rules(&pods, Some(&marker(&pods)), both.clone(), Round::Periodic);
     assert!(covers(&widened, &both) && covers(&widened, &pods));
+}
+
+#[test]
+fn a_periodic_round_only_adds_terms_to_a_derived_condition() {
+    let one = WebhookCondition::of(&system(&assign(
+        "[{groups: [''], versions: [v1], kinds: [Pod]}]",
+    )));
+    let two = WebhookCondition::of(&system(&format!(
+        "{}---\n{}",
+        assign("[{groups: [''], versions: [v1], kinds: [Pod]}]"),
+        assign_metadata("[{apiGroups: [''], kinds: [ConfigMap]}]")
+    )));
+    let (one_written, two_written) = (
+        one.expression.clone().unwrap(),
+        two.expression.clone().unwrap(),
+    );
+    // A lagging replica keeps the wider condition a newer one wrote.
+    assert_eq!(
+        next_condition(Some(&two_written), &one, Round::Periodic),
+        Some(two_written.clone())
+    );
+    // Its own mutators changed: derived afresh.
+    assert_eq!(
+        next_condition(Some(&two_written), &one, Round::Changed),
+        Some(one_written.clone())
+    );
+    // A derived condition lacking a term this replica needs gains it.
+    assert_eq!(
+        next_condition(Some(&one_written), &two, Round::Periodic),
+        Some(two_written)
+    );
+    // One no replica wrote (an admin's edit) is replaced.
+    assert_eq!(
+        next_condition(Some("true"), &one, Round::Periodic),
+        Some(one_written)
+    );
+    // None installed: derived.
+    assert_eq!(next_condition(None, &one, Round::Periodic), one.expression);
 }
