@@ -135,10 +135,7 @@ fn element(
     effect: &Effect,
     depth: usize,
 ) -> Option<String> {
-    let each = match depth {
-        0 => "e".to_string(),
-        n => format!("e{n}"),
-    };
+    let each = element_name(depth);
     let key = Step::of(&selector.key_field);
     let has_key = format!("{} && ", key.present(&each));
     let all = |body: String| {
@@ -175,22 +172,7 @@ fn element(
             Some(all(format!("({skipped}{inner})")))
         }
         KeyValue::String(_) | KeyValue::Integer(_) => {
-            let value = match &selector.key_value {
-                KeyValue::String(text) => Value::from(text.as_str()),
-                KeyValue::Integer(number) => Value::from(*number),
-                KeyValue::Glob | KeyValue::NotIn(_) => return None,
-            };
-            // An integer key equals only an integer, as in the engine (CEL
-            // would find `8080.0` equal too).
-            let integer = match value.is_number() {
-                true => format!("type({}) == int && ", key.read(&each)),
-                false => String::new(),
-            };
-            let named = format!(
-                "({has_key}{integer}{} == {})",
-                key.read(&each),
-                cel::literal(&value)
-            );
+            let named = named(&each, selector)?;
             let inner = match (rest.is_empty(), effect) {
                 (true, Effect::Remove) => "false".to_string(),
                 (true, Effect::Write(Leaf::Value(value))) => {
@@ -230,46 +212,121 @@ fn kept(read: &str, leaf: &Leaf) -> Option<String> {
     })
 }
 
-/// Whether the fields `names` are all there below `object`, each below a
-/// map: false for a missing one and for one below something else.
-pub(crate) fn present(names: &[String]) -> String {
-    let mut current = "object".to_string();
-    let mut tests = Vec::new();
-    for name in names {
-        let step = Step::of(name);
-        tests.push(format!(
-            "{} && {}",
-            is_map(&current),
-            step.present(&current)
-        ));
-        current = step.read(&current);
+/// Whether everything `nodes` names is there below `object` (fields, and
+/// keyed elements: every element a map, one with the key, and every one
+/// with the key holding the rest): false for a missing one and for one
+/// below something else. `None` for a glob or `notin`.
+pub(crate) fn present(nodes: &[Node]) -> Option<String> {
+    fn below(current: &str, nodes: &[Node], depth: usize) -> Option<String> {
+        let Some((node, rest)) = nodes.split_first() else {
+            return Some("true".to_string());
+        };
+        let deeper = |read: &str, depth: usize| -> Option<String> {
+            match rest.is_empty() {
+                true => Some(String::new()),
+                false => Some(format!(" && {}", below(read, rest, depth)?)),
+            }
+        };
+        match node {
+            Node::Field(name) => {
+                let step = Step::of(name);
+                Some(format!(
+                    "{} && {}{}",
+                    is_map(current),
+                    step.present(current),
+                    deeper(&step.read(current), depth)?
+                ))
+            }
+            Node::List(selector) => {
+                let each = element_name(depth);
+                let named = named(&each, selector)?;
+                let inner = match rest.is_empty() {
+                    true => String::new(),
+                    false => format!(
+                        " && {current}.all({each}, !{named} || {})",
+                        below(&each, rest, depth + 1)?
+                    ),
+                };
+                Some(format!(
+                    "{} && {current}.all({each}, {}) && {current}.exists({each}, {named}){inner}",
+                    is_list(current),
+                    is_map(&each)
+                ))
+            }
+        }
     }
-    match tests.is_empty() {
-        true => "true".to_string(),
-        false => tests.join(" && "),
+    below("object", nodes, 0)
+}
+
+/// Whether something `nodes` names is missing below `object`: a field
+/// missing from a map on the way, or no element with the key (every element
+/// a map), or every one with it missing the rest. False for one below
+/// something else, where the engine would not find it missing either.
+/// `None` for a glob or `notin`.
+pub(crate) fn absent(nodes: &[Node]) -> Option<String> {
+    fn below(current: &str, nodes: &[Node], depth: usize) -> Option<String> {
+        let Some((node, rest)) = nodes.split_first() else {
+            return Some("false".to_string());
+        };
+        match node {
+            Node::Field(name) => {
+                let step = Step::of(name);
+                let deeper = match rest.is_empty() {
+                    true => String::new(),
+                    false => format!(" || {}", below(&step.read(current), rest, depth)?),
+                };
+                Some(format!(
+                    "{} && (!({}){deeper})",
+                    is_map(current),
+                    step.present(current)
+                ))
+            }
+            Node::List(selector) => {
+                let each = element_name(depth);
+                let named = named(&each, selector)?;
+                let missing = match rest.is_empty() {
+                    true => format!("!{named}"),
+                    false => format!("(!{named} || {})", below(&each, rest, depth + 1)?),
+                };
+                Some(format!(
+                    "{} && {current}.all({each}, {} && {missing})",
+                    is_list(current),
+                    is_map(&each)
+                ))
+            }
+        }
+    }
+    below("object", nodes, 0)
+}
+
+/// What the element of a list is called inside `depth` lists: `e`, `e1`, ...
+fn element_name(depth: usize) -> String {
+    match depth {
+        0 => "e".to_string(),
+        n => format!("e{n}"),
     }
 }
 
-/// Whether one of the fields `names` is missing from a map on the way down
-/// from `object`: false for one below something else than a map, where the
-/// engine would not find it missing either.
-pub(crate) fn absent(names: &[String]) -> String {
-    fn below(current: &str, names: &[String]) -> String {
-        let Some((name, rest)) = names.split_first() else {
-            return "false".to_string();
-        };
-        let step = Step::of(name);
-        let deeper = match rest.is_empty() {
-            true => String::new(),
-            false => format!(" || {}", below(&step.read(current), rest)),
-        };
-        format!(
-            "{} && (!({}){deeper})",
-            is_map(current),
-            step.present(current)
-        )
-    }
-    below("object", names)
+/// Whether the element `each` (a map) is the one the keyed `selector`
+/// names, as the engine compares keys; `None` for a glob or `notin`.
+fn named(each: &str, selector: &ListSelector) -> Option<String> {
+    let key = Step::of(&selector.key_field);
+    let (value, integer) = match &selector.key_value {
+        KeyValue::String(text) => (Value::from(text.as_str()), String::new()),
+        // An integer key equals only an integer, as in the engine (CEL
+        // would find `8080.0` equal too).
+        KeyValue::Integer(number) => (
+            Value::from(*number),
+            format!("type({}) == int && ", key.read(each)),
+        ),
+        KeyValue::Glob | KeyValue::NotIn(_) => return None,
+    };
+    Some(format!(
+        "({} && {integer}{} == {})",
+        key.present(each),
+        key.read(each),
+        cel::literal(&value)
+    ))
 }
 
 /// Whether the image `read` already has `parts`.

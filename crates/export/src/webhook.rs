@@ -23,7 +23,7 @@ use std::fmt;
 
 use sartor_api::{MutatorObject, PathTest, SetOperation, SourcePattern};
 use sartor_engine::{ImageParts, MutatorId, System};
-use sartor_location::{Condition, Node, Path};
+use sartor_location::{Condition, Path};
 
 use crate::guard::{self, Namespace};
 use crate::patch::Leaf;
@@ -204,27 +204,16 @@ fn term(spec: &MutatorObject) -> (Option<String>, Decided) {
 }
 
 /// The pathTests CEL can tell, each as "it may pass": a test is left out
-/// when it goes through a list.
+/// when it goes through a glob or `notin`.
 fn path_tests(tests: &[PathTest]) -> Vec<String> {
     tests
         .iter()
         .filter_map(|test| {
-            let names = fields(&Path::parse(&test.sub_path).ok()?)?;
+            let path = Path::parse(&test.sub_path).ok()?;
             Some(match test.condition {
-                Condition::MustExist => format!("!({})", unchanged::absent(&names)),
-                Condition::MustNotExist => format!("!({})", unchanged::present(&names)),
+                Condition::MustExist => format!("!({})", unchanged::absent(path.nodes())?),
+                Condition::MustNotExist => format!("!({})", unchanged::present(path.nodes())?),
             })
-        })
-        .collect()
-}
-
-/// The field names of `path`, when it is only fields.
-fn fields(path: &Path) -> Option<Vec<String>> {
-    path.nodes()
-        .iter()
-        .map(|node| match node {
-            Node::Field(name) => Some(name.clone()),
-            Node::List(_) => None,
         })
         .collect()
 }
@@ -275,15 +264,12 @@ fn changes(spec: &MutatorObject) -> Result<String, Undecided> {
             }
             // The key decides, whatever the value: added only when
             // missing, removed only when there.
-            let names = Path::parse(&meta.spec.location)
-                .ok()
-                .as_ref()
-                .and_then(fields)
-                .ok_or(Undecided::Location)?;
-            return Ok(match assign.remove == Some(true) {
-                true => format!("!({})", unchanged::absent(&names)),
-                false => format!("!({})", unchanged::present(&names)),
-            });
+            let path = Path::parse(&meta.spec.location).map_err(|_| Undecided::Location)?;
+            let kept = match assign.remove == Some(true) {
+                true => unchanged::absent(path.nodes()),
+                false => unchanged::present(path.nodes()),
+            };
+            return Ok(format!("!({})", kept.ok_or(Undecided::Location)?));
         }
     };
     let path = Path::parse(location).map_err(|_| Undecided::Location)?;

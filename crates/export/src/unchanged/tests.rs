@@ -83,17 +83,36 @@ fn what_cel_would_compare_otherwise_is_left_undecided() {
 
 #[test]
 fn presence_and_absence_are_typed_on_the_way() {
-    let names = vec![
-        "metadata".to_string(),
-        "labels".to_string(),
-        "team".to_string(),
-    ];
+    let path = Path::parse("metadata.labels.team").unwrap();
+    let names = path.nodes();
     assert_eq!(
-        present(&names),
+        present(names).unwrap(),
         r#"type(object) == map && has(object.metadata) && type(object.metadata) == map && has(object.metadata.labels) && type(object.metadata.labels) == map && has(object.metadata.labels.team)"#
     );
     assert_eq!(
-        absent(&names),
+        absent(names).unwrap(),
         r#"type(object) == map && (!(has(object.metadata)) || type(object.metadata) == map && (!(has(object.metadata.labels)) || type(object.metadata.labels) == map && (!(has(object.metadata.labels.team)))))"#
+    );
+}
+
+#[test]
+fn a_keyed_element_is_present_when_every_one_so_named_holds_the_rest() {
+    let path = Path::parse("spec.containers[name: sidecar]").unwrap();
+    assert_eq!(
+        present(path.nodes()).unwrap(),
+        r#"type(object) == map && has(object.spec) && type(object.spec) == map && has(object.spec.containers) && type(object.spec.containers) == list && object.spec.containers.all(e, type(e) == map) && object.spec.containers.exists(e, (has(e.name) && e.name == "sidecar"))"#
+    );
+    assert_eq!(
+        absent(path.nodes()).unwrap(),
+        r#"type(object) == map && (!(has(object.spec)) || type(object.spec) == map && (!(has(object.spec.containers)) || type(object.spec.containers) == list && object.spec.containers.all(e, type(e) == map && !(has(e.name) && e.name == "sidecar"))))"#
+    );
+    let below = Path::parse("spec.ports[port: 80].protocol").unwrap();
+    assert_eq!(
+        present(below.nodes()).unwrap(),
+        r#"type(object) == map && has(object.spec) && type(object.spec) == map && has(object.spec.ports) && type(object.spec.ports) == list && object.spec.ports.all(e, type(e) == map) && object.spec.ports.exists(e, (has(e.port) && type(e.port) == int && e.port == 80)) && object.spec.ports.all(e, !(has(e.port) && type(e.port) == int && e.port == 80) || type(e) == map && has(e.protocol))"#
+    );
+    assert_eq!(
+        present(Path::parse("spec.containers[name: *].x").unwrap().nodes()),
+        None
     );
 }
