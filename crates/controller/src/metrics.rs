@@ -8,6 +8,8 @@
 //! | `sartor_mutator_crd_installed` | gauge (1, 0) | `group`, `kind` |
 //! | `sartor_webhook_rule_resources` | gauge (1) | `api_group`, `api_version`, `resource` |
 //! | `sartor_webhook_rules_state` | gauge (1, 0) | `state` (`derived`, `off`, `missing`, `error`) |
+//! | `sartor_webhook_condition_installed` | gauge (1, 0) | whether the derived match condition `sartor-may-change` is what this replica last kept (0: none is needed, it would pass the API server's limits, or `--webhook-match-condition none`) |
+//! | `sartor_webhook_condition_mutators` | gauge | `decided` (`change`: sent only what it would change; `match`: sent all it matches; `never`: generated objects only) |
 //! | `sartor_audit_objects` | gauge | `result` (`scanned`, `changed`, `failed`): the last in-cluster scan |
 //! | `sartor_audit_scan_seconds` | gauge | the last in-cluster scan's duration |
 //! | `sartor_audit_reports_written` | gauge (1, 0) | whether the last scan's reports were written (0: no OpenReports CRDs, or a write failed) |
@@ -54,6 +56,11 @@ struct RuleLabels {
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RulesStateLabels {
     state: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct DecidedLabels {
+    decided: &'static str,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -136,6 +143,8 @@ pub struct Metrics {
     crds: Gauges<CrdLabels>,
     rules: Gauges<RuleLabels>,
     rules_state: Gauges<RulesStateLabels>,
+    condition_installed: Gauge,
+    condition_mutators: Gauges<DecidedLabels>,
     audit_objects: Family<ResultLabels, Gauge>,
     audit_seconds: Gauge<f64, AtomicU64>,
     audit_written: Gauge,
@@ -171,6 +180,17 @@ impl Metrics {
             registry,
             "webhook_rules_state",
             "Cluster mode, derived rules: 1 for the state the mutating webhook's rules are in (derived, off, missing, error), 0 for the others",
+        );
+        let condition_installed = Gauge::default();
+        registry.register(
+            "webhook_condition_installed",
+            "Cluster mode, derived rules: whether the mutating webhook carries the derived match condition sartor-may-change, as this replica last kept it",
+            condition_installed.clone(),
+        );
+        let condition_mutators = Gauges::register(
+            registry,
+            "webhook_condition_mutators",
+            "Cluster mode, derived rules: the enforced mutators by how the derived match condition decides them (change: sent only objects they would change; match: all they match; never: generated objects only)",
         );
         let audit_objects = Family::<ResultLabels, Gauge>::default();
         registry.register(
@@ -208,6 +228,8 @@ impl Metrics {
             crds,
             rules,
             rules_state,
+            condition_installed,
+            condition_mutators,
             audit_objects,
             audit_seconds,
             audit_written,
@@ -295,6 +317,28 @@ impl Metrics {
                     (labels, i64::from(crd.installed))
                 })
                 .collect(),
+        );
+    }
+
+    /// Sets the match condition gauges: whether one is `installed`, and how
+    /// `condition` decides each enforced mutator.
+    pub fn set_webhook_condition(
+        &self,
+        condition: &sartor_export::WebhookCondition,
+        installed: bool,
+    ) {
+        self.condition_installed.set(i64::from(installed));
+        let tally = condition.tally();
+        let count = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
+        self.condition_mutators.replace(
+            [
+                ("change", tally.change),
+                ("match", tally.matched),
+                ("never", tally.never),
+            ]
+            .into_iter()
+            .map(|(decided, n)| (DecidedLabels { decided }, count(n)))
+            .collect(),
         );
     }
 

@@ -379,16 +379,11 @@ fn condition_summary(condition: &WebhookCondition, installed: bool) -> String {
     if !installed {
         return "none: some mutator is sent every object it matches whatever its kind, or the condition would pass the API server's limits".to_string();
     }
-    let mut change = 0;
-    let mut matched = 0;
-    let mut never = 0;
-    for (_, decided) in &condition.mutators {
-        match decided {
-            sartor_export::Decided::Change => change += 1,
-            sartor_export::Decided::Match(_) => matched += 1,
-            sartor_export::Decided::Never => never += 1,
-        }
-    }
+    let sartor_export::Tally {
+        change,
+        matched,
+        never,
+    } = condition.tally();
     format!(
         "{MAY_CHANGE}: {change} mutators sent only what they would change, {matched} all they match, {never} nothing (generated objects only)"
     )
@@ -619,6 +614,8 @@ impl RulesWriter {
             true => next_condition(installed_condition, &derived_condition, round),
             false => None,
         };
+        self.metrics
+            .set_webhook_condition(&derived_condition, want_condition.is_some());
         let state = if discovery.is_some() {
             RulesState::Error
         } else {

@@ -45,7 +45,7 @@ use serde_json::Value;
 
 use crate::mutation::Mutation;
 
-pub use webhook::{Decided, Undecided, WEBHOOK_CONDITION, WebhookCondition};
+pub use webhook::{Decided, Tally, Undecided, WEBHOOK_CONDITION, WebhookCondition};
 
 /// How the policies are written.
 #[derive(Debug, Clone, PartialEq, Eq)]

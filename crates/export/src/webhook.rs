@@ -56,6 +56,17 @@ pub struct WebhookCondition {
     pub mutators: Vec<(MutatorId, Decided)>,
 }
 
+/// How many mutators a condition decides each way.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tally {
+    /// [`Decided::Change`].
+    pub change: usize,
+    /// [`Decided::Match`].
+    pub matched: usize,
+    /// [`Decided::Never`].
+    pub never: usize,
+}
+
 /// How far the condition decides one mutator.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decided {
@@ -163,6 +174,19 @@ impl WebhookCondition {
         let terms: Vec<&str> = self.terms.iter().map(String::as_str).collect();
         let expression = format!("{MUTATED} && (\n{}\n)", terms.join(OR));
         limits::check(&expression).ok().map(|()| expression)
+    }
+
+    /// How many mutators are decided each way.
+    pub fn tally(&self) -> Tally {
+        let mut tally = Tally::default();
+        for (_, decided) in &self.mutators {
+            match decided {
+                Decided::Change => tally.change += 1,
+                Decided::Match(_) => tally.matched += 1,
+                Decided::Never => tally.never += 1,
+            }
+        }
+        tally
     }
 
     /// One line per mutator: `Assign/x: sent whenever it matches: ...`.

@@ -401,6 +401,19 @@ pub fn an_outage_blocks_only_what_sartor_would_change(suite: &mut Suite) -> Resu
         )
     })?;
     replica(suite)?;
+    let sartor = suite.replica.as_ref().ok_or("no replica")?;
+    eventually("the condition's metrics", Duration::from_secs(20), || {
+        same(
+            "sartor_webhook_condition",
+            metric(sartor, "sartor_webhook_condition")?,
+            vec![
+                "sartor_webhook_condition_installed 1".to_string(),
+                "sartor_webhook_condition_mutators{decided=\"change\"} 1".to_string(),
+                "sartor_webhook_condition_mutators{decided=\"match\"} 0".to_string(),
+                "sartor_webhook_condition_mutators{decided=\"never\"} 0".to_string(),
+            ],
+        )
+    })?;
     let result = outage(suite);
     // Whatever happened: Ignore again, the Pods gone, the examples back.
     let _ = set_failure_policy(suite, "Ignore");
