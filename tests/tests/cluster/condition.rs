@@ -328,6 +328,18 @@ fn admit(
         },
     )?;
     let mut differences = Vec::new();
+    // A cluster-scoped object: its request has no namespace, which the
+    // condition must read without erring.
+    let cluster_scoped = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                                "metadata": {"name": format!("condition-probe-{round}")}, "rules": []});
+    if let Err(refusal) = create(plane, &cluster_scoped, &ready.namespace)
+        && !refusal.contains("failed calling webhook")
+    {
+        differences.push(format!(
+            "{}: a ClusterRole was refused otherwise than by the probe: {refusal}",
+            ready.id
+        ));
+    }
     for (object, changed) in &ready.objects {
         let outcome = create(plane, object, &ready.namespace);
         let sent = match &outcome {
