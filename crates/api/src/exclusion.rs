@@ -17,10 +17,16 @@ pub fn is_namespace_kind(group: &str, kind: &str) -> bool {
 pub const IS_NAMESPACE_CEL: &str =
     r#"(request.kind.group == "" && request.kind.kind == "Namespace")"#;
 
+/// The namespace of an admission request, in CEL: `""` for a cluster-scoped
+/// object, whose request has no `namespace` key at all (reading it errs:
+/// "no such key: namespace", kube-apiserver 1.37.2), so every read is
+/// guarded with `has()`.
+pub const REQUEST_NAMESPACE_CEL: &str = r#"(has(request.namespace) ? request.namespace : "")"#;
+
 /// [`namespace_of`] the object an admission request carries, in CEL: a
 /// Namespace's own name (`""` if it has none yet), else the request's
-/// namespace (`""` for a cluster-scoped object).
-pub const NAMESPACE_OF_CEL: &str = r#"((request.kind.group == "" && request.kind.kind == "Namespace") ? (has(object.metadata.name) ? object.metadata.name : "") : request.namespace)"#;
+/// namespace ([`REQUEST_NAMESPACE_CEL`]).
+pub const NAMESPACE_OF_CEL: &str = r#"((request.kind.group == "" && request.kind.kind == "Namespace") ? (has(object.metadata.name) ? object.metadata.name : "") : (has(request.namespace) ? request.namespace : ""))"#;
 
 /// The namespace an object is judged by for the namespace rules: its own
 /// name for a Namespace, else its `namespace` (empty: cluster-scoped).
@@ -142,6 +148,7 @@ mod tests {
     #[test]
     fn the_cel_spells_the_same_test() {
         assert!(NAMESPACE_OF_CEL.starts_with(&format!("({IS_NAMESPACE_CEL} ?")));
+        assert!(NAMESPACE_OF_CEL.ends_with(&format!(": {REQUEST_NAMESPACE_CEL})")));
     }
 
     #[test]

@@ -79,7 +79,8 @@ pub use common::{
     MetadataField, PathTest, ValueCondition, ValueOperator,
 };
 pub use exclusion::{
-    Exclusion, Exclusions, IS_NAMESPACE_CEL, NAMESPACE_OF_CEL, is_namespace_kind, namespace_of,
+    Exclusion, Exclusions, IS_NAMESPACE_CEL, NAMESPACE_OF_CEL, REQUEST_NAMESPACE_CEL,
+    is_namespace_kind, namespace_of,
 };
 pub use expansion::{
     EXPANSION_GROUP, EXPANSION_VERSIONS, ExpansionTemplate, ExpansionTemplateSpec,

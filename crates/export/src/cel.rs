@@ -58,7 +58,7 @@ pub(crate) fn literal(value: &Value) -> String {
 }
 
 /// A literal being built around values only known in CEL: JSON, a CEL
-/// expression (`request.namespace`), and maps and lists of them.
+/// expression (the request's namespace), and maps and lists of them.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Literal {
     /// A JSON value.

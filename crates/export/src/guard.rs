@@ -173,6 +173,8 @@ pub(crate) fn kinds_rules(criteria: &Match, resources: &Scopes) -> Result<BTreeS
 pub(crate) use sartor_api::IS_NAMESPACE_CEL as IS_NAMESPACE;
 /// The namespace the namespace criteria compare (`sartor_api::namespace_of`).
 pub(crate) use sartor_api::NAMESPACE_OF_CEL as COMPARED_NAMESPACE;
+/// The request's namespace, `""` for a cluster-scoped object.
+pub(crate) use sartor_api::REQUEST_NAMESPACE_CEL as REQUEST_NAMESPACE;
 
 /// Whether the CEL at hand has the object's Namespace (`namespaceObject`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -212,10 +214,10 @@ pub(crate) fn criteria_guard(criteria: &Match, namespace: Namespace) -> String {
     }
     match criteria.scope {
         Some(Scope::Cluster) => {
-            parts.push(format!(r#"({IS_NAMESPACE} || request.namespace == "")"#))
+            parts.push(format!(r#"({IS_NAMESPACE} || {REQUEST_NAMESPACE} == "")"#))
         }
         Some(Scope::Namespaced) => {
-            parts.push(format!(r#"(!{IS_NAMESPACE} && request.namespace != "")"#));
+            parts.push(format!(r#"(!{IS_NAMESPACE} && {REQUEST_NAMESPACE} != "")"#));
         }
         Some(Scope::All) | None => {}
     }

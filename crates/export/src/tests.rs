@@ -3,7 +3,7 @@
 use serde_json::json;
 
 use super::*;
-use crate::guard::{COMPARED_NAMESPACE, IS_NAMESPACE};
+use crate::guard::{COMPARED_NAMESPACE, IS_NAMESPACE, REQUEST_NAMESPACE};
 use sartor_api::MutatorKind;
 use sartor_engine::Mutator;
 
@@ -180,11 +180,12 @@ fn a_label_is_added_only_when_missing() {
         policy["spec"]["mutations"][0]["jsonPatch"]["expression"],
         json!(format!(
             concat!(
-                r#"((!{is_ns} && request.namespace != "") && ({compared} == "" && !{is_ns} || {compared}.startsWith("shop-")))"#,
+                r#"((!{is_ns} && {request_ns} != "") && ({compared} == "" && !{is_ns} || {compared}.startsWith("shop-")))"#,
                 r#" ? (!(has(object.metadata) && has(object.metadata.labels)) ? [JSONPatch{{op: "add", path: "/metadata/labels", value: {{"example.com/owner": "shop"}}}}]"#,
                 r#" : ("example.com/owner" in object.metadata.labels ? [] : [JSONPatch{{op: "add", path: "/metadata/labels/example.com~1owner", value: "shop"}}])) : []"#,
             ),
             is_ns = IS_NAMESPACE,
+            request_ns = REQUEST_NAMESPACE,
             compared = compared
         ))
     );

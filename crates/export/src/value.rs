@@ -6,6 +6,7 @@
 use sartor_api::{AssignField, MetadataField};
 use serde_json::Value;
 
+use crate::guard::REQUEST_NAMESPACE;
 use crate::{Reason, cel};
 
 /// Where a mutator's value comes from, in CEL.
@@ -37,7 +38,7 @@ pub(crate) fn source(assign: &AssignField) -> Result<Source, Reason> {
             MetadataField::Name => {
                 r#"(has(object.metadata.name) ? object.metadata.name : "")"#.to_string()
             }
-            MetadataField::Namespace => "request.namespace".to_string(),
+            MetadataField::Namespace => REQUEST_NAMESPACE.to_string(),
         }));
     }
     if let Some(from) = &assign.from_namespace {
@@ -50,7 +51,7 @@ pub(crate) fn source(assign: &AssignField) -> Result<Source, Reason> {
         let found = format!("(has({map}) && {} in {map})", cel::string(key));
         let read = format!("{map}[{}]", cel::string(key));
         // Nothing outside a namespace; the default when the key is missing.
-        let inside = r#"request.namespace != "" && namespaceObject != null"#;
+        let inside = format!(r#"{REQUEST_NAMESPACE} != "" && namespaceObject != null"#);
         return Ok(match &from.default {
             Some(default) => Source::Set {
                 value: cel::Literal::Expression(format!(

@@ -38,11 +38,6 @@ pub const WEBHOOK_CONDITION: &str = "sartor-may-change";
 /// The operations sartor mutates on: any other is answered unchanged.
 const MUTATED: &str = r#"request.operation in ["CREATE", "UPDATE"]"#;
 
-/// The request's namespace as a webhook's condition must read it: the
-/// request of a cluster-scoped object has no `namespace` key there, and
-/// reading it errs (kube-apiserver 1.37.2: "no such key: namespace").
-const NAMESPACE: &str = r#"(has(request.namespace) ? request.namespace : "")"#;
-
 /// What joins two terms: each term starts a line, so a condition reads
 /// back into its terms ([`WebhookCondition::terms_of`]).
 const OR: &str = "\n|| ";
@@ -229,9 +224,7 @@ fn term(spec: &MutatorObject) -> (Option<String>, Decided) {
         [one] => one.clone(),
         _ => format!("({})", parts.join(" && ")),
     };
-    // The guards are the MAP export's, whose request always has a
-    // namespace.
-    (Some(term.replace("request.namespace", NAMESPACE)), decided)
+    (Some(term), decided)
 }
 
 /// The pathTests CEL can tell, each as "it may pass": a test is left out
