@@ -1,46 +1,98 @@
-//! How many of a realistic mix of writes reach sartor's webhook, and what
-//! they add, with and without the match condition sartor derives
-//! (`sartor export condition`): writes through the test control plane with
-//! `sartor serve` (the mutators from a file, with a self-signed certificate,
-//! the example Namespace given with `--namespaces`) in three modes, in
-//! interleaved rounds (the order of the three turns every round):
+//! How many of a realistic mix of writes reach a mutating webhook, and what
+//! they add: sartor's, with and without the match condition sartor derives
+//! (`sartor export condition`), and Gatekeeper's own: writes through the test
+//! control plane with `sartor serve` (the mutators from a file, with a
+//! self-signed certificate, the example Namespace given with `--namespaces`)
+//! and Gatekeeper v3.23.1's manager (the same mutators in Gatekeeper's
+//! apiVersion) running beside it, in four modes, in interleaved rounds (the
+//! order of the modes turns every round):
 //!
-//! - `none`: no mutating webhook of sartor's;
+//! - `none`: no mutating webhook (but the marker that shows which
+//!   configuration is in force);
 //! - `rules`: a MutatingWebhookConfiguration calling sartor for every
 //!   resource on CREATE and UPDATE (what sartor derives for
 //!   examples/mutators, which hold an AssignMetadata of every namespaced
 //!   kind), kube-system excluded by its namespaceSelector, no match
 //!   condition;
 //! - `condition`: the same with the `sartor-may-change` match condition that
-//!   `sartor export condition` prints for the mutators.
+//!   `sartor export condition` prints for the mutators;
+//! - `gatekeeper`: Gatekeeper's mutation webhook as its Helm chart installs
+//!   it (`mutation.gatekeeper.sh`: every group and resource plus the chart's
+//!   subresources, CREATE and UPDATE, failurePolicy Ignore, timeout 1 s,
+//!   reinvocation Never, namespaceSelector: no `admission.gatekeeper.sh/ignore`
+//!   label and not gatekeeper-system), called by URL instead of its Service,
+//!   with sartor's self-signed certificate. kube-system carries the
+//!   `admission.gatekeeper.sh/ignore` label (Gatekeeper's documented way to
+//!   leave a namespace out of its webhooks), so the same writes are left out
+//!   as with `rules`.
 //!
-//! The writes of a round, in a fixed shuffled order: 40% Pods that already
-//! conform (examples/objects/pod.yaml as `sartor mutate` predicts it), 10%
-//! Pods needing mutation (the example Pod as written), 20% kube-system churn
-//! (ConfigMaps created and updated there, by turns), 15% ConfigMaps created
-//! in the example's namespace without labels (owner-from-namespace labels
-//! them), 15% updates of ConfigMaps there that already carry the `owner`
-//! label sartor adds. For each mode: the calls sartor received per 1,000
-//! writes (its `sartor_admission_requests_total{endpoint="mutate"}`), the
-//! latency of a write as the client sees it (mean, p50, p99),
+//! Gatekeeper is its own manager binary (`tests/gatekeeper/manager` builds it
+//! from source; `GATEKEEPER_MANAGER` names another build, with the chart's
+//! CRDs in `crds/` beside it) run out of cluster with the control plane's
+//! kubeconfig: `--operation=mutation-webhook --operation=mutation-status`
+//! (its webhook Pod's mutation part, and the status that says a mutator is
+//! enforced), `--debug-use-fake-pod`, `--disable-cert-rotation`, every CRD of
+//! its chart applied and a `gatekeeper-system` namespace. Its mutators are the
+//! bench's with the apiVersion rewritten (`mutations.gatekeeper.sh/v1`,
+//! AssignImage `v1alpha1`); before measuring, the bench checks that the
+//! modes apply the same mutations: `sartor mutate` must give the same Pod
+//! from both apiVersions (it refuses sartor's extensions in Gatekeeper's
+//! apiVersion), the API server must take the rewritten objects, Gatekeeper
+//! must report each enforced (`status.byPod[].enforced`), and a dry-run
+//! create of the example Pod and of an app ConfigMap must come back the same
+//! through Gatekeeper as through sartor. examples/mutators hold sartor
+//! extensions, so the `gatekeeper` mode refuses them;
+//! tests/fixtures/webhook-calls/mutators.yaml is the part of them Gatekeeper
+//! can express (in sartor's apiVersion).
+//!
+//! The writes of a round, in a fixed shuffled order, by default: 40% Pods
+//! that already conform (examples/objects/pod.yaml as `sartor mutate`
+//! predicts it), 10% Pods needing mutation (the example Pod as written), 20%
+//! kube-system churn (ConfigMaps created and updated there, by turns), 15%
+//! ConfigMaps created in the example's namespace without labels
+//! (owner-from-namespace labels them), 15% updates of ConfigMaps there that
+//! already carry the `owner` label the mutators add. For each mode: the
+//! calls the webhook received per 1,000 writes (sartor's
+//! `sartor_admission_requests_total{endpoint="mutate"}`, Gatekeeper's
+//! `gatekeeper_mutation_request_count`, which does not say which calls
+//! mutated), the latency of a write as the client sees it (mean, p50, p99),
 //! kube-apiserver's CPU per write (its own `process_cpu_seconds_total`) and
-//! sartor's (from /proc); then the calls per 1,000 writes of each kind, from
-//! a few more writes of each kind per round and mode, outside the measured
-//! windows.
+//! sartor's and Gatekeeper's (from /proc); then the calls per 1,000 writes
+//! of each kind, from a few more writes of each kind per round and mode,
+//! outside the measured windows.
 //!
 //! ```text
 //! cargo build --release -p sartor
-//! SARTOR_BIN=target/release/sartor cargo run --release -p sartor-tests --example webhook_calls -- examples/mutators 6 200
+//! SARTOR_BIN=target/release/sartor cargo run --release -p sartor-tests --example webhook_calls -- tests/fixtures/webhook-calls/mutators.yaml 4 200
+//! WEBHOOK_CALLS_MIX=conforming:55,mutate:5,system:20,new:5,update:15 SARTOR_BIN=target/release/sartor cargo run --release -p sartor-tests --example webhook_calls -- tests/fixtures/webhook-calls/mutators.yaml 4 200
+//! WEBHOOK_CALLS_MODES=none,rules,condition SARTOR_BIN=target/release/sartor cargo run --release -p sartor-tests --example webhook_calls -- examples/mutators 6 200
 //! ```
 //!
-//! Arguments: the mutators (a file or directory), the rounds, the writes per
-//! round and mode. A benchmark, not a test: it prints what it measured.
-//! Needs the control plane (`tests/k8s/provision`).
+//! Arguments: the mutators (a file or directory, default
+//! tests/fixtures/webhook-calls/mutators.yaml), the rounds (default 6), the
+//! writes per round and mode (default 200). Environment:
+//!
+//! - `WEBHOOK_CALLS_MIX`: the mix, as `KIND:WEIGHT` pairs separated by commas,
+//!   KIND one of `conforming`, `mutate`, `system`, `new`, `update` (the five
+//!   kinds above, in that order); a kind not named gets none, the weights
+//!   need not add up to 100 (each kind gets `writes * weight / sum`, the
+//!   first kind with a weight the rest). Default
+//!   `conforming:40,mutate:10,system:20,new:15,update:15`. A settled cluster,
+//!   where few writes need mutation:
+//!   `conforming:55,mutate:5,system:20,new:5,update:15`.
+//! - `WEBHOOK_CALLS_MODES`: the modes, separated by commas (default
+//!   `none,rules,condition,gatekeeper`); without `gatekeeper` nothing of
+//!   Gatekeeper's is built or started.
+//! - `GATEKEEPER_MANAGER`: Gatekeeper's manager binary (default: what
+//!   `tests/gatekeeper/manager` prints, built first if needed).
+//!
+//! A benchmark, not a test: it prints what it measured. Needs the control
+//! plane (`tests/k8s/provision`) and, for `gatekeeper`, Go (the first time).
 
 use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode};
+use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
@@ -57,13 +109,29 @@ fn main() -> ExitCode {
     let mutators = args
         .first()
         .cloned()
-        .unwrap_or_else(|| "examples/mutators".to_string());
+        .unwrap_or_else(|| "tests/fixtures/webhook-calls/mutators.yaml".to_string());
     let number = |at: usize, default: usize| {
         args.get(at)
             .and_then(|arg| arg.parse().ok())
             .unwrap_or(default)
     };
     let (rounds, writes) = (number(1, 6), number(2, 200));
+    let settings = std::env::var("WEBHOOK_CALLS_MIX")
+        .ok()
+        .map_or_else(|| Mix::parse(Mix::DEFAULT), |text| Mix::parse(&text))
+        .and_then(|mix| {
+            let modes = std::env::var("WEBHOOK_CALLS_MODES")
+                .ok()
+                .map_or_else(|| Ok(Mode::ALL.to_vec()), |text| Mode::parse(&text))?;
+            Ok((mix, modes))
+        });
+    let (mix, modes) = match settings {
+        Ok(settings) => settings,
+        Err(error) => {
+            eprintln!("webhook_calls: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -74,7 +142,14 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run(&mutators, rounds, writes)) {
+    let setup = Setup {
+        mutators,
+        rounds,
+        writes,
+        mix,
+        modes,
+    };
+    match runtime.block_on(run(&setup)) {
         Ok(report) => {
             println!("{report}");
             ExitCode::SUCCESS
@@ -86,26 +161,67 @@ fn main() -> ExitCode {
     }
 }
 
-/// How sartor's webhook is configured.
+/// What a run measures.
+struct Setup {
+    /// The mutators (a file or directory, relative to the repository).
+    mutators: String,
+    rounds: usize,
+    /// Writes per round and mode.
+    writes: usize,
+    mix: Mix,
+    /// The modes, in [`Mode::ALL`]'s order.
+    modes: Vec<Mode>,
+}
+
+/// Which mutating webhook is in force.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mode {
-    /// No webhook of sartor's.
+    /// No mutating webhook (but the marker).
     None,
-    /// Every resource on CREATE and UPDATE, no match condition.
+    /// sartor for every resource on CREATE and UPDATE, no match condition.
     Rules,
     /// The same, with the derived match condition.
     Condition,
+    /// Gatekeeper's mutation webhook as its chart installs it.
+    Gatekeeper,
 }
 
 impl Mode {
-    const ALL: [Mode; 3] = [Mode::None, Mode::Rules, Mode::Condition];
+    const ALL: [Mode; 4] = [Mode::None, Mode::Rules, Mode::Condition, Mode::Gatekeeper];
 
     fn name(self) -> &'static str {
         match self {
             Mode::None => "none",
             Mode::Rules => "rules",
             Mode::Condition => "condition",
+            Mode::Gatekeeper => "gatekeeper",
         }
+    }
+
+    /// The modes named in `text` (comma-separated), in [`Mode::ALL`]'s order.
+    fn parse(text: &str) -> Result<Vec<Mode>, String> {
+        let mut named = Vec::new();
+        for name in text
+            .split(',')
+            .map(str::trim)
+            .filter(|name| !name.is_empty())
+        {
+            let mode = Mode::ALL
+                .into_iter()
+                .find(|mode| mode.name() == name)
+                .ok_or_else(|| {
+                    format!("WEBHOOK_CALLS_MODES: unknown mode {name:?} (none, rules, condition, gatekeeper)")
+                })?;
+            named.push(mode);
+        }
+        let modes: Vec<Mode> = Mode::ALL
+            .into_iter()
+            .filter(|mode| named.contains(mode))
+            .collect();
+        if modes.is_empty() {
+            return Err("WEBHOOK_CALLS_MODES names no mode".to_string());
+        }
+        Ok(modes)
     }
 }
 
@@ -133,13 +249,14 @@ impl Kind {
         Kind::OwnedUpdate,
     ];
 
-    /// Its share of the writes, in percent.
-    fn percent(self) -> usize {
+    /// Its name in `WEBHOOK_CALLS_MIX`.
+    fn key(self) -> &'static str {
         match self {
-            Kind::ConformingPod => 40,
-            Kind::PodToMutate => 10,
-            Kind::SystemConfigMap => 20,
-            Kind::NewConfigMap | Kind::OwnedUpdate => 15,
+            Kind::ConformingPod => "conforming",
+            Kind::PodToMutate => "mutate",
+            Kind::SystemConfigMap => "system",
+            Kind::NewConfigMap => "new",
+            Kind::OwnedUpdate => "update",
         }
     }
 
@@ -175,15 +292,88 @@ const ATTRIBUTION: usize = 5;
 /// The namespace of the marker ConfigMaps.
 const MARKER_NAMESPACE: &str = "webhook-calls-marker";
 
+/// The share of each kind of write in a round, as weights.
+#[derive(Debug, Clone)]
+struct Mix(Vec<(Kind, usize)>);
+
+impl Mix {
+    /// The mix of a busy cluster: a quarter of the writes need mutation.
+    const DEFAULT: &str = "conforming:40,mutate:10,system:20,new:15,update:15";
+
+    /// `KIND:WEIGHT` pairs separated by commas; a kind not named gets none.
+    fn parse(text: &str) -> Result<Mix, String> {
+        let mut weights: Vec<(Kind, usize)> = Kind::ALL.iter().map(|kind| (*kind, 0)).collect();
+        for pair in text
+            .split(',')
+            .map(str::trim)
+            .filter(|pair| !pair.is_empty())
+        {
+            let (key, weight) = pair
+                .split_once(':')
+                .ok_or_else(|| format!("WEBHOOK_CALLS_MIX: {pair:?} is not KIND:WEIGHT"))?;
+            let weight: usize = weight
+                .trim()
+                .parse()
+                .map_err(|e| format!("WEBHOOK_CALLS_MIX: {pair:?}: {e}"))?;
+            let entry = weights
+                .iter_mut()
+                .find(|(kind, _)| kind.key() == key.trim())
+                .ok_or_else(|| {
+                    format!(
+                        "WEBHOOK_CALLS_MIX: unknown kind {key:?} (conforming, mutate, system, new, update)"
+                    )
+                })?;
+            entry.1 = weight;
+        }
+        if weights.iter().all(|(_, weight)| *weight == 0) {
+            return Err(format!(
+                "WEBHOOK_CALLS_MIX: {text:?} gives no kind a weight"
+            ));
+        }
+        Ok(Mix(weights))
+    }
+
+    fn total(&self) -> usize {
+        self.0.iter().map(|(_, weight)| weight).sum()
+    }
+
+    /// `kind`'s share, in percent.
+    fn percent(&self, kind: Kind) -> f64 {
+        let weight = self
+            .0
+            .iter()
+            .find(|(k, _)| *k == kind)
+            .map_or(0, |(_, weight)| *weight);
+        weight as f64 * 100.0 / self.total().max(1) as f64
+    }
+
+    /// As `WEBHOOK_CALLS_MIX` takes it.
+    fn text(&self) -> String {
+        let pairs: Vec<String> = self
+            .0
+            .iter()
+            .map(|(kind, weight)| format!("{}:{weight}", kind.key()))
+            .collect();
+        pairs.join(",")
+    }
+}
+
 /// The kinds of a round of `writes`, shuffled by a fixed seed: the same
 /// order every round and mode.
-fn mix(writes: usize) -> Vec<Kind> {
-    let mut counts: Vec<(Kind, usize)> = Kind::ALL
+fn mix(writes: usize, shares: &Mix) -> Vec<Kind> {
+    let total = shares.total().max(1);
+    let mut counts: Vec<(Kind, usize)> = shares
+        .0
         .iter()
-        .map(|kind| (*kind, writes * kind.percent() / 100))
+        .map(|(kind, weight)| (*kind, writes * weight / total))
         .collect();
     let rest = writes - counts.iter().map(|(_, count)| count).sum::<usize>();
-    if let Some((_, count)) = counts.first_mut() {
+    if let Some((_, count)) = shares
+        .0
+        .iter()
+        .position(|(_, weight)| *weight > 0)
+        .and_then(|first| counts.get_mut(first))
+    {
         *count += rest;
     }
     let mut order: Vec<Kind> = counts
@@ -211,19 +401,34 @@ struct Measured {
     cpu: f64,
     /// sartor's CPU seconds over the writes.
     sartor_cpu: f64,
-    /// Calls sartor answered over the writes.
+    /// Gatekeeper's CPU seconds over the writes (0 without it).
+    gatekeeper_cpu: f64,
+    /// Calls the webhooks (sartor's and Gatekeeper's) answered over the
+    /// writes.
     calls: Calls,
     /// Per kind: writes and calls in the attribution pass.
     kinds: Vec<(Kind, usize, u64)>,
 }
 
-/// sartor's mutate requests so far.
+/// Mutate requests so far.
 #[derive(Debug, Default, Clone, Copy)]
 struct Calls {
     /// Every outcome.
     total: u64,
-    /// Those it answered with a patch.
+    /// Those answered with a patch (sartor's; Gatekeeper does not count
+    /// them).
     mutated: u64,
+}
+
+impl std::ops::Add for Calls {
+    type Output = Calls;
+
+    fn add(self, other: Calls) -> Calls {
+        Calls {
+            total: self.total + other.total,
+            mutated: self.mutated + other.mutated,
+        }
+    }
 }
 
 impl std::ops::Sub for Calls {
@@ -237,11 +442,12 @@ impl std::ops::Sub for Calls {
     }
 }
 
-async fn run(mutators: &str, rounds: usize, writes: usize) -> Result<String, String> {
+async fn run(setup: &Setup) -> Result<String, String> {
+    let (rounds, writes) = (setup.rounds, setup.writes);
     let tools = Tools::provision().map_err(|e| format!("{e:?}"))?;
     let plane = ControlPlane::start(&tools)?;
     let repository = sartor_tests::workspace_root();
-    let mutators = repository.join(mutators);
+    let mutators = repository.join(&setup.mutators);
     let namespace_file = repository.join("examples/objects/namespace.yaml");
     let pod_file = repository.join("examples/objects/pod.yaml");
     let sartor = sartor_tests::binary::sartor()?;
@@ -255,11 +461,37 @@ async fn run(mutators: &str, rounds: usize, writes: usize) -> Result<String, Str
         .ok_or_else(|| format!("{}: no metadata.name", namespace_file.display()))?
         .to_string();
     let conforming = mutated_pod(sartor, &mutators, &namespace_file, &pod_file, &app)?;
+    // Gatekeeper's copy of the mutators, refused before anything starts
+    // when it would not do what sartor does.
+    let gatekeeper_mutators = if setup.modes.contains(&Mode::Gatekeeper) {
+        let file = plane.dir().join("webhook-calls-gatekeeper-mutators.yaml");
+        write_gatekeeper_mutators(&mutators, &file)?;
+        same_in_gatekeeper_api(
+            sartor,
+            &setup.mutators,
+            &file,
+            &namespace_file,
+            &pod_file,
+            &app,
+            &conforming,
+        )?;
+        Some(file)
+    } else {
+        None
+    };
 
     let webhook = Webhook::start(&plane, &mutators, &namespace_file)?;
     plane.kubectl_with_input(&["apply", "-f", "-"], Some(&namespace.to_string()))?;
     plane.kubectl(&["create", "namespace", MARKER_NAMESPACE])?;
+    let gatekeeper = match &gatekeeper_mutators {
+        Some(file) => Some(Gatekeeper::start(&plane, &webhook.cert_dir, file).await?),
+        None => None,
+    };
     let client = client(&plane).await?;
+    let mut switches = 0;
+    if let Some(gatekeeper) = &gatekeeper {
+        same_admission(&plane, &webhook, gatekeeper, &plain, &app, &mut switches)?;
+    }
     let mut bench = Bench {
         pods: Api::namespaced(client.clone(), &app),
         app_maps: Api::namespaced(client.clone(), &app),
@@ -272,17 +504,33 @@ async fn run(mutators: &str, rounds: usize, writes: usize) -> Result<String, Str
     };
     bench.create_pools().await?;
 
-    let order = mix(writes);
-    let mut switches = 0;
+    let calls = async |gatekeeper: Option<&Gatekeeper>| -> Result<Calls, String> {
+        let sartor = webhook.calls().await?;
+        Ok(match gatekeeper {
+            Some(gatekeeper) => sartor + gatekeeper.calls().await?,
+            None => sartor,
+        })
+    };
+    let gatekeeper_cpu =
+        |gatekeeper: Option<&Gatekeeper>| gatekeeper.map_or(Ok(0.0), Gatekeeper::cpu);
+    let order = mix(writes, &setup.mix);
     let mut measured: Vec<(Mode, Measured)> = Vec::new();
     for round in 0..rounds {
-        let mut modes = Mode::ALL;
-        modes.rotate_left(round % Mode::ALL.len());
+        let mut modes = setup.modes.clone();
+        modes.rotate_left(round % setup.modes.len());
         for mode in modes {
             switches += 1;
-            set_mode(&plane, &webhook, mode, condition.as_ref(), switches)?;
-            let calls_before = webhook.calls().await?;
+            set_mode(
+                &plane,
+                &webhook,
+                gatekeeper.as_ref(),
+                mode,
+                condition.as_ref(),
+                switches,
+            )?;
+            let calls_before = calls(gatekeeper.as_ref()).await?;
             let sartor_before = webhook.cpu()?;
+            let gatekeeper_before = gatekeeper_cpu(gatekeeper.as_ref())?;
             let cpu_before = apiserver_cpu(&plane)?;
             let mut latencies = Vec::with_capacity(writes);
             for (i, kind) in order.iter().enumerate() {
@@ -293,17 +541,18 @@ async fn run(mutators: &str, rounds: usize, writes: usize) -> Result<String, Str
             }
             let cpu = apiserver_cpu(&plane)? - cpu_before;
             let sartor_cpu = webhook.cpu()? - sartor_before;
-            let calls = webhook.calls().await? - calls_before;
+            let gatekeeper_cpu = gatekeeper_cpu(gatekeeper.as_ref())? - gatekeeper_before;
+            let calls_over = calls(gatekeeper.as_ref()).await? - calls_before;
             // Which kinds the calls come from: a few more writes of each,
             // the counter read around each kind's.
             let mut kinds = Vec::new();
             for kind in Kind::ALL {
-                let before = webhook.calls().await?;
+                let before = calls(gatekeeper.as_ref()).await?;
                 for j in 0..ATTRIBUTION {
                     let tag = format!("{}-{round}-a-{j}", mode.name());
                     bench.write(kind, &tag).await?;
                 }
-                let after = webhook.calls().await?;
+                let after = calls(gatekeeper.as_ref()).await?;
                 kinds.push((kind, ATTRIBUTION, (after - before).total));
             }
             measured.push((
@@ -312,14 +561,15 @@ async fn run(mutators: &str, rounds: usize, writes: usize) -> Result<String, Str
                     latencies,
                     cpu,
                     sartor_cpu,
-                    calls,
+                    gatekeeper_cpu,
+                    calls: calls_over,
                     kinds,
                 },
             ));
         }
         bench.delete_created().await?;
     }
-    Ok(report(rounds, writes, condition.is_some(), &measured))
+    Ok(report(setup, condition.is_some(), &measured))
 }
 
 /// The `sartor-may-change` entry `sartor export condition` prints for
@@ -577,19 +827,27 @@ fn marker(switch: usize) -> Value {
 fn set_mode(
     plane: &ControlPlane,
     webhook: &Webhook,
+    gatekeeper: Option<&Gatekeeper>,
     mode: Mode,
     condition: Option<&Value>,
     switch: usize,
 ) -> Result<(), String> {
     let mut webhooks = Vec::new();
-    if mode != Mode::None {
-        let mut entry = webhook.entry.clone();
-        if let (Mode::Condition, Some(condition), Some(object)) =
-            (mode, condition, entry.as_object_mut())
-        {
-            object.insert("matchConditions".to_string(), json!([condition]));
+    match mode {
+        Mode::None => {}
+        Mode::Rules | Mode::Condition => {
+            let mut entry = webhook.entry.clone();
+            if let (Mode::Condition, Some(condition), Some(object)) =
+                (mode, condition, entry.as_object_mut())
+            {
+                object.insert("matchConditions".to_string(), json!([condition]));
+            }
+            webhooks.push(entry);
         }
-        webhooks.push(entry);
+        Mode::Gatekeeper => {
+            let gatekeeper = gatekeeper.ok_or("the gatekeeper mode without Gatekeeper")?;
+            webhooks.push(gatekeeper.entry.clone());
+        }
     }
     webhooks.push(marker(switch));
     let configuration = json!({
@@ -736,32 +994,444 @@ impl Webhook {
 
     /// sartor's CPU seconds so far (user and system, from /proc).
     fn cpu(&self) -> Result<f64, String> {
-        let marker = self.cert_dir.display().to_string();
-        for entry in std::fs::read_dir("/proc").map_err(|e| e.to_string())? {
-            let path = entry.map_err(|e| e.to_string())?.path();
-            let Ok(cmdline) = std::fs::read(path.join("cmdline")) else {
-                continue;
+        process_cpu(&self.cert_dir, "sartor serve")
+    }
+}
+
+/// The CPU seconds so far (user and system, from /proc) of the process
+/// whose command line names `marker` (its own certificate directory).
+fn process_cpu(marker: &Path, what: &str) -> Result<f64, String> {
+    let marker = marker.display().to_string();
+    for entry in std::fs::read_dir("/proc").map_err(|e| e.to_string())? {
+        let path = entry.map_err(|e| e.to_string())?.path();
+        let Ok(cmdline) = std::fs::read(path.join("cmdline")) else {
+            continue;
+        };
+        let cmdline = String::from_utf8_lossy(&cmdline);
+        // The guard (`sh -c`) carries the same arguments: skip it.
+        if !cmdline.contains(&marker) || cmdline.starts_with("sh\0") {
+            continue;
+        }
+        let stat = std::fs::read_to_string(path.join("stat")).map_err(|e| e.to_string())?;
+        // Fields after the command's closing parenthesis; utime and
+        // stime are the 14th and 15th of the whole line.
+        let fields: Vec<&str> = stat
+            .rsplit_once(')')
+            .map(|(_, rest)| rest.split_whitespace().collect())
+            .unwrap_or_default();
+        let ticks = |at: usize| fields.get(at).and_then(|f| f.parse::<f64>().ok());
+        let (Some(user), Some(system)) = (ticks(11), ticks(12)) else {
+            return Err(format!("{}: unexpected stat: {stat}", path.display()));
+        };
+        // Linux reports in USER_HZ, 100 per second.
+        return Ok((user + system) / 100.0);
+    }
+    Err(format!("{what} is not running"))
+}
+
+/// Gatekeeper's namespace (its `POD_NAMESPACE`).
+const GATEKEEPER_NAMESPACE: &str = "gatekeeper-system";
+
+/// The label that leaves a namespace out of Gatekeeper's webhooks.
+const GATEKEEPER_IGNORE: &str = "admission.gatekeeper.sh/ignore";
+
+/// The subresources Gatekeeper's chart adds to its mutating webhook's rules
+/// (`mutatingWebhookSubResources` in charts/gatekeeper/values.yaml).
+const GATEKEEPER_SUBRESOURCES: [&str; 15] = [
+    "pods/ephemeralcontainers",
+    "pods/exec",
+    "pods/log",
+    "pods/eviction",
+    "pods/portforward",
+    "pods/proxy",
+    "pods/attach",
+    "pods/binding",
+    "deployments/scale",
+    "replicasets/scale",
+    "statefulsets/scale",
+    "replicationcontrollers/scale",
+    "services/proxy",
+    "nodes/proxy",
+    "services/status",
+];
+
+/// Gatekeeper's mutator resources.
+const GATEKEEPER_MUTATORS: &str = "assign.mutations.gatekeeper.sh,assignmetadata.mutations.gatekeeper.sh,modifyset.mutations.gatekeeper.sh,assignimage.mutations.gatekeeper.sh";
+
+/// Writes the mutators of `mutators` to `file` in Gatekeeper's apiVersion:
+/// `mutations.gatekeeper.sh/v1`, AssignImage `v1alpha1` (the only version
+/// of it v3.23.1 serves).
+fn write_gatekeeper_mutators(mutators: &Path, file: &Path) -> Result<(), String> {
+    let mut text = String::new();
+    for mut document in sartor_tests::documents(mutators)? {
+        let field = |pointer: &str| {
+            document
+                .pointer(pointer)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
+        let (api_version, kind, name) = (
+            field("/apiVersion"),
+            field("/kind"),
+            field("/metadata/name"),
+        );
+        let what = format!("{}: {kind} {name}", mutators.display());
+        let group = api_version.split('/').next().unwrap_or_default();
+        if group != "mutations.sartor.dev" && group != "mutations.gatekeeper.sh" {
+            return Err(format!(
+                "{what}: apiVersion {api_version:?} is no mutator's"
+            ));
+        }
+        let version = match kind.as_str() {
+            "Assign" | "AssignMetadata" | "ModifySet" => "v1",
+            "AssignImage" => "v1alpha1",
+            _ => return Err(format!("{what}: Gatekeeper v3.23.1 has no such mutator")),
+        };
+        let object = document
+            .as_object_mut()
+            .ok_or_else(|| format!("{what}: not an object"))?;
+        object.insert(
+            "apiVersion".to_string(),
+            json!(format!("mutations.gatekeeper.sh/{version}")),
+        );
+        let _ = writeln!(text, "---\n{document}");
+    }
+    std::fs::write(file, text).map_err(|e| format!("{}: {e}", file.display()))
+}
+
+/// Checks that `file` (`given` in Gatekeeper's apiVersion) does what
+/// `given` does: `sartor mutate` takes it (it refuses sartor's extensions in
+/// Gatekeeper's apiVersion) and gives the Pod `conforming`.
+fn same_in_gatekeeper_api(
+    sartor: &Path,
+    given: &str,
+    file: &Path,
+    namespaces: &Path,
+    pod: &Path,
+    app: &str,
+    conforming: &Value,
+) -> Result<(), String> {
+    let advice = "the gatekeeper mode needs mutators Gatekeeper v3.23.1 can express, so that \
+                  every mode applies the same mutations: use tests/fixtures/webhook-calls/mutators.yaml \
+                  (examples/mutators without sartor's extensions), or leave the mode out \
+                  (WEBHOOK_CALLS_MODES=none,rules,condition)";
+    let mutated = mutated_pod(sartor, file, namespaces, pod, app).map_err(|e| {
+        format!(
+            "{given} in Gatekeeper's apiVersion ({}): {e}\n{advice}",
+            file.display()
+        )
+    })?;
+    if mutated != *conforming {
+        return Err(format!(
+            "{given}: sartor mutates the example Pod otherwise in Gatekeeper's apiVersion:\n{mutated}\nthan in its own:\n{conforming}\n{advice}"
+        ));
+    }
+    Ok(())
+}
+
+/// A dry-run create of `object`, as admitted, without what differs from
+/// one create to the next.
+fn dry_run(plane: &ControlPlane, object: &Value) -> Result<Value, String> {
+    let admitted = plane.kubectl_with_input(
+        &["create", "--dry-run=server", "-o", "json", "-f", "-"],
+        Some(&object.to_string()),
+    )?;
+    let mut admitted: Value = serde_json::from_str(&admitted)
+        .map_err(|e| format!("kubectl create --dry-run=server printed no JSON: {e}"))?;
+    if let Some(metadata) = admitted.get_mut("metadata").and_then(Value::as_object_mut) {
+        for field in [
+            "uid",
+            "creationTimestamp",
+            "resourceVersion",
+            "generation",
+            "managedFields",
+        ] {
+            metadata.remove(field);
+        }
+    }
+    Ok(admitted)
+}
+
+/// Checks that Gatekeeper admits the example Pod and an app ConfigMap as
+/// sartor does: a dry-run create of each through `rules`, then through
+/// `gatekeeper` until they come back the same (Gatekeeper's webhook may
+/// lag its status), for at most 60 s.
+fn same_admission(
+    plane: &ControlPlane,
+    webhook: &Webhook,
+    gatekeeper: &Gatekeeper,
+    plain: &Value,
+    app: &str,
+    switches: &mut usize,
+) -> Result<(), String> {
+    let mut pod = plain.clone();
+    if let Some(metadata) = pod.get_mut("metadata").and_then(Value::as_object_mut) {
+        metadata.insert("name".to_string(), json!("same-admission"));
+        metadata.insert("namespace".to_string(), json!(app));
+    }
+    let map = serde_json::to_value(config_map("same-admission", app, None, "0")?)
+        .map_err(|e| e.to_string())?;
+    let probes = [pod, map];
+    let admit = |mode: Mode, switches: &mut usize| -> Result<Vec<Value>, String> {
+        *switches += 1;
+        set_mode(plane, webhook, Some(gatekeeper), mode, None, *switches)?;
+        probes.iter().map(|probe| dry_run(plane, probe)).collect()
+    };
+    let by_sartor = admit(Mode::Rules, switches)?;
+    let started = Instant::now();
+    let mut by_gatekeeper = admit(Mode::Gatekeeper, switches)?;
+    while by_gatekeeper != by_sartor {
+        if started.elapsed() > Duration::from_secs(60) {
+            let show = |objects: &[Value]| {
+                objects
+                    .iter()
+                    .map(Value::to_string)
+                    .collect::<Vec<_>>()
+                    .join("\n")
             };
-            let cmdline = String::from_utf8_lossy(&cmdline);
-            // The guard (`sh -c`) carries the same arguments: skip it.
-            if !cmdline.contains(&marker) || cmdline.starts_with("sh\0") {
+            return Err(format!(
+                "Gatekeeper does not admit as sartor does (dry-run creates, after 60 s):\nsartor:\n{}\nGatekeeper:\n{}\nGatekeeper's log:\n{}",
+                show(&by_sartor),
+                show(&by_gatekeeper),
+                gatekeeper.process.log_tail(30)
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(500));
+        by_gatekeeper = probes
+            .iter()
+            .map(|probe| dry_run(plane, probe))
+            .collect::<Result<_, _>>()?;
+    }
+    Ok(())
+}
+
+/// Gatekeeper's manager binary: `GATEKEEPER_MANAGER`, else what
+/// `tests/gatekeeper/manager` prints (building it when needed).
+fn gatekeeper_manager() -> Result<PathBuf, String> {
+    if let Some(path) = std::env::var_os("GATEKEEPER_MANAGER") {
+        return Ok(PathBuf::from(path));
+    }
+    let script = sartor_tests::workspace_root().join("tests/gatekeeper/manager");
+    let built = Command::new(&script)
+        .stderr(Stdio::inherit())
+        .output()
+        .map_err(|e| format!("{}: {e}", script.display()))?;
+    if !built.status.success() {
+        return Err(format!("{}: {}", script.display(), built.status));
+    }
+    String::from_utf8_lossy(&built.stdout)
+        .lines()
+        .last()
+        .map(|line| PathBuf::from(line.trim()))
+        .ok_or_else(|| format!("{} printed no path", script.display()))
+}
+
+/// Gatekeeper's manager, run out of cluster with the control plane's
+/// kubeconfig as its mutation webhook (and mutator status), and its entry
+/// of the MutatingWebhookConfiguration. Dropping it stops the manager.
+struct Gatekeeper {
+    /// The chart's `mutation.gatekeeper.sh` entry, called by URL.
+    entry: Value,
+    /// Its Prometheus exporter (`--prometheus-port`).
+    metrics: SocketAddr,
+    /// Its certificate directory: how its process is found in /proc.
+    cert_dir: PathBuf,
+    process: Guarded,
+}
+
+impl Gatekeeper {
+    /// Applies the chart's CRDs, starts the manager with sartor's
+    /// certificate (`sartor_certs`), creates the mutators of `mutators`
+    /// (Gatekeeper's apiVersion) and waits until Gatekeeper enforces each.
+    async fn start(
+        plane: &ControlPlane,
+        sartor_certs: &Path,
+        mutators: &Path,
+    ) -> Result<Gatekeeper, String> {
+        let manager = gatekeeper_manager()?;
+        let crds = manager
+            .parent()
+            .map(|dir| dir.join("crds"))
+            .ok_or_else(|| format!("{}: no directory", manager.display()))?;
+        plane.kubectl(&["create", "-f", &crds.display().to_string()])?;
+        plane.wait_established(None)?;
+        plane.kubectl(&["create", "namespace", GATEKEEPER_NAMESPACE])?;
+        plane.kubectl(&[
+            "label",
+            "namespace",
+            "kube-system",
+            &format!("{GATEKEEPER_IGNORE}=no-self-managing"),
+        ])?;
+        let cert_dir = plane.dir().join("webhook-calls-gatekeeper-certs");
+        std::fs::create_dir_all(&cert_dir).map_err(|e| format!("{}: {e}", cert_dir.display()))?;
+        for file in ["tls.crt", "tls.key"] {
+            std::fs::copy(sartor_certs.join(file), cert_dir.join(file))
+                .map_err(|e| format!("copying {file} of sartor's: {e}"))?;
+        }
+        let ca = std::fs::read(sartor_certs.join("ca.crt")).map_err(|e| e.to_string())?;
+        let port = free_port()?;
+        let prometheus = free_port()?;
+        let metrics: SocketAddr = format!("127.0.0.1:{prometheus}")
+            .parse()
+            .map_err(|e| format!("metrics address: {e}"))?;
+        let args: Vec<String> = vec![
+            "--operation=mutation-webhook".to_string(),
+            "--operation=mutation-status".to_string(),
+            "--debug-use-fake-pod".to_string(),
+            "--disable-cert-rotation".to_string(),
+            format!("--cert-dir={}", cert_dir.display()),
+            "--host=127.0.0.1".to_string(),
+            format!("--port={port}"),
+            format!("--health-addr=127.0.0.1:{}", free_port()?),
+            "--metrics-addr=0".to_string(),
+            "--metrics-backend=prometheus".to_string(),
+            format!("--prometheus-port={prometheus}"),
+            format!("--exempt-namespace={GATEKEEPER_NAMESPACE}"),
+            "--log-level=INFO".to_string(),
+            "--shutdown-delay=0".to_string(),
+        ];
+        let mut process = Guarded::spawn(
+            "gatekeeper manager",
+            &manager,
+            &args,
+            &[
+                ("KUBECONFIG", plane.kubeconfig.display().to_string()),
+                ("POD_NAMESPACE", GATEKEEPER_NAMESPACE.to_string()),
+                ("POD_NAME", "no-pod".to_string()),
+            ],
+            &plane.dir().join("webhook-calls-gatekeeper.log"),
+        )?;
+        let started = Instant::now();
+        while !sartor_tests::https::http_get(metrics, "/metrics")
+            .await
+            .is_ok_and(|answer| answer.status == 200)
+        {
+            if !process.is_running() || started.elapsed() > Duration::from_secs(60) {
+                return Err(format!(
+                    "Gatekeeper's manager does not serve its metrics:\n{}",
+                    process.log_tail(30)
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+        let resources: Vec<&str> = std::iter::once("*")
+            .chain(GATEKEEPER_SUBRESOURCES)
+            .collect();
+        let entry = json!({
+            "name": "mutation.gatekeeper.sh",
+            "admissionReviewVersions": ["v1", "v1beta1"],
+            "clientConfig": {"url": format!("https://127.0.0.1:{port}/v1/mutate"), "caBundle": BASE64.encode(ca)},
+            "failurePolicy": "Ignore",
+            "matchPolicy": "Exact",
+            "namespaceSelector": {"matchExpressions": [
+                {"key": GATEKEEPER_IGNORE, "operator": "DoesNotExist"},
+                {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": [GATEKEEPER_NAMESPACE]}]},
+            "objectSelector": {},
+            "reinvocationPolicy": "Never",
+            "rules": [{"apiGroups": ["*"], "apiVersions": ["*"], "operations": ["CREATE", "UPDATE"], "resources": resources, "scope": "*"}],
+            "sideEffects": "None",
+            "timeoutSeconds": 1,
+        });
+        let mut gatekeeper = Gatekeeper {
+            entry,
+            metrics,
+            cert_dir,
+            process,
+        };
+        plane
+            .kubectl(&["create", "-f", &mutators.display().to_string()])
+            .map_err(|e| {
+                format!("the API server refuses the mutators in Gatekeeper's apiVersion: {e}")
+            })?;
+        gatekeeper.wait_enforced(plane)?;
+        Ok(gatekeeper)
+    }
+
+    /// Waits until every mutator says Gatekeeper enforces it
+    /// (`status.byPod[].enforced`), for at most 120 s.
+    fn wait_enforced(&mut self, plane: &ControlPlane) -> Result<(), String> {
+        let started = Instant::now();
+        loop {
+            let listed = plane.kubectl(&["get", GATEKEEPER_MUTATORS, "-o", "json"])?;
+            let listed: Value = serde_json::from_str(&listed)
+                .map_err(|e| format!("kubectl get {GATEKEEPER_MUTATORS} printed no JSON: {e}"))?;
+            let items = listed
+                .get("items")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            let waiting: Vec<String> = items
+                .iter()
+                .filter(|item| {
+                    !item
+                        .pointer("/status/byPod")
+                        .and_then(Value::as_array)
+                        .is_some_and(|pods| {
+                            pods.iter()
+                                .any(|pod| pod.get("enforced") == Some(&Value::Bool(true)))
+                        })
+                })
+                .map(|item| {
+                    let field = |pointer: &str| {
+                        item.pointer(pointer)
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                    };
+                    let status = item
+                        .get("status")
+                        .map_or("no status".to_string(), Value::to_string);
+                    format!("{} {}: {status}", field("/kind"), field("/metadata/name"))
+                })
+                .collect();
+            if waiting.is_empty() && !items.is_empty() {
+                return Ok(());
+            }
+            if !self.process.is_running() {
+                return Err(format!(
+                    "Gatekeeper's manager stopped:\n{}",
+                    self.process.log_tail(30)
+                ));
+            }
+            if started.elapsed() > Duration::from_secs(120) {
+                return Err(format!(
+                    "Gatekeeper does not enforce every mutator after 120 s:\n{}\nits log:\n{}",
+                    waiting.join("\n"),
+                    self.process.log_tail(30)
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        }
+    }
+
+    /// The mutation requests Gatekeeper has counted
+    /// (`gatekeeper_mutation_request_count`, every status); it does not
+    /// count which mutated.
+    async fn calls(&self) -> Result<Calls, String> {
+        let answer = sartor_tests::https::http_get(self.metrics, "/metrics")
+            .await
+            .map_err(|e| format!("Gatekeeper's /metrics: {e}"))?;
+        if answer.status != 200 {
+            return Err(format!("Gatekeeper's /metrics: {}", answer.status));
+        }
+        let mut calls = Calls::default();
+        for line in answer.body.lines() {
+            let name = line.split(['{', ' ']).next().unwrap_or_default();
+            if name != "gatekeeper_mutation_request_count"
+                && name != "gatekeeper_mutation_request_count_total"
+            {
                 continue;
             }
-            let stat = std::fs::read_to_string(path.join("stat")).map_err(|e| e.to_string())?;
-            // Fields after the command's closing parenthesis; utime and
-            // stime are the 14th and 15th of the whole line.
-            let fields: Vec<&str> = stat
-                .rsplit_once(')')
-                .map(|(_, rest)| rest.split_whitespace().collect())
-                .unwrap_or_default();
-            let ticks = |at: usize| fields.get(at).and_then(|f| f.parse::<f64>().ok());
-            let (Some(user), Some(system)) = (ticks(11), ticks(12)) else {
-                return Err(format!("{}: unexpected stat: {stat}", path.display()));
-            };
-            // Linux reports in USER_HZ, 100 per second.
-            return Ok((user + system) / 100.0);
+            let value = line.rsplit(' ').next().unwrap_or_default();
+            let value: f64 = value.parse().map_err(|e| format!("{line:?}: {e}"))?;
+            calls.total += value as u64;
         }
-        Err("sartor serve is not running".to_string())
+        Ok(calls)
+    }
+
+    /// Gatekeeper's CPU seconds so far (user and system, from /proc).
+    fn cpu(&self) -> Result<f64, String> {
+        process_cpu(&self.cert_dir, "Gatekeeper's manager")
     }
 }
 
@@ -791,6 +1461,7 @@ struct Figures {
     p99: f64,
     cpu: f64,
     sartor_cpu: f64,
+    gatekeeper_cpu: f64,
 }
 
 fn figures(mode: Mode, measured: &[(Mode, Measured)]) -> Figures {
@@ -819,103 +1490,138 @@ fn figures(mode: Mode, measured: &[(Mode, Measured)]) -> Figures {
         p99: at(0.99),
         cpu: sum(|round| round.cpu) * 1000.0 / count,
         sartor_cpu: sum(|round| round.sartor_cpu) * 1000.0 / count,
+        gatekeeper_cpu: sum(|round| round.gatekeeper_cpu) * 1000.0 / count,
     }
 }
 
-/// The figures per mode over every round, what the webhook adds, and the
+/// The figures per mode over every round, what each webhook adds, and the
 /// calls per kind of write.
-fn report(rounds: usize, writes: usize, condition: bool, measured: &[(Mode, Measured)]) -> String {
+fn report(setup: &Setup, condition: bool, measured: &[(Mode, Measured)]) -> String {
+    let (rounds, writes) = (setup.rounds, setup.writes);
     let mut out = String::new();
-    let mix: Vec<String> = {
-        let order = mix(writes);
-        Kind::ALL
-            .iter()
-            .map(|kind| {
-                let count = order.iter().filter(|k| *k == kind).count();
-                format!("{}% {} ({count})", kind.percent(), kind.name())
-            })
-            .collect()
-    };
+    let order = mix(writes, &setup.mix);
+    let shares: Vec<String> = Kind::ALL
+        .iter()
+        .map(|kind| {
+            let count = order.iter().filter(|k| *k == kind).count();
+            format!("{:.0}% {} ({count})", setup.mix.percent(*kind), kind.name())
+        })
+        .collect();
+    let names: Vec<&str> = setup.modes.iter().map(|mode| mode.name()).collect();
     let _ = writeln!(
         out,
-        "{rounds} rounds x {writes} writes per mode, interleaved; each round: {}",
-        mix.join(", ")
+        "mutators {}; modes {}; {rounds} rounds x {writes} writes per mode, interleaved",
+        setup.mutators,
+        names.join(", ")
     );
-    if !condition {
+    let _ = writeln!(
+        out,
+        "mix WEBHOOK_CALLS_MIX={}; each round: {}",
+        setup.mix.text(),
+        shares.join(", ")
+    );
+    if !condition && setup.modes.contains(&Mode::Condition) {
         let _ = writeln!(
             out,
             "sartor export condition printed no condition: `condition` is `rules`"
         );
     }
-    let all: Vec<(Mode, Figures)> = Mode::ALL
+    let all: Vec<(Mode, Figures)> = setup
+        .modes
         .iter()
         .map(|mode| (*mode, figures(*mode, measured)))
         .collect();
     for (mode, f) in &all {
+        let mutated = if *mode == Mode::Gatekeeper {
+            "mutated not counted".to_string()
+        } else {
+            format!("{:.0} mutated", f.mutated)
+        };
         let _ = writeln!(
             out,
-            "{:<9} {} writes: sartor calls per 1,000 writes {:.0} ({:.0} mutated); latency mean {:.2} ms, p50 {:.2} ms, p99 {:.2} ms; CPU per write: kube-apiserver {:.3} ms, sartor {:.3} ms",
+            "{:<10} {} writes: webhook calls per 1,000 writes {:.0} ({mutated}); latency mean {:.2} ms, p50 {:.2} ms, p99 {:.2} ms; CPU per write: kube-apiserver {:.3} ms, sartor {:.3} ms, gatekeeper {:.3} ms",
             mode.name(),
             f.writes,
             f.calls,
-            f.mutated,
             f.mean,
             f.p50,
             f.p99,
             f.cpu,
             f.sartor_cpu,
+            f.gatekeeper_cpu,
         );
     }
-    if let [(_, none), (_, rules), (_, with_condition)] = all.as_slice() {
-        for (name, added) in [("rules", rules), ("condition", with_condition)] {
+    let of = |wanted: Mode| {
+        all.iter()
+            .find(|(mode, _)| *mode == wanted)
+            .map(|(_, figures)| *figures)
+    };
+    if let Some(none) = of(Mode::None) {
+        for (mode, added) in &all {
+            if *mode == Mode::None {
+                continue;
+            }
             let _ = writeln!(
                 out,
-                "added by {name:<9}: mean {:+.2} ms, p50 {:+.2} ms, p99 {:+.2} ms; CPU per write: kube-apiserver {:+.3} ms, sartor {:+.3} ms",
+                "added by {:<10}: mean {:+.2} ms, p50 {:+.2} ms, p99 {:+.2} ms; CPU per write: kube-apiserver {:+.3} ms, sartor {:+.3} ms, gatekeeper {:+.3} ms",
+                mode.name(),
                 added.mean - none.mean,
                 added.p50 - none.p50,
                 added.p99 - none.p99,
                 added.cpu - none.cpu,
                 added.sartor_cpu - none.sartor_cpu,
+                added.gatekeeper_cpu - none.gatekeeper_cpu,
             );
         }
-        let ratio = if rules.calls > 0.0 {
-            format!("{:.3}", with_condition.calls / rules.calls)
-        } else {
-            "n/a (no calls with rules)".to_string()
-        };
-        let _ = writeln!(out, "calls condition/rules: {ratio}");
+        if let (Some(with_condition), Some(gatekeeper)) =
+            (of(Mode::Condition), of(Mode::Gatekeeper))
+        {
+            let by_condition = with_condition.mean - none.mean;
+            let ratio = if by_condition > 0.0 {
+                format!("{:.2}", (gatekeeper.mean - none.mean) / by_condition)
+            } else {
+                "n/a (condition adds nothing)".to_string()
+            };
+            let _ = writeln!(out, "added mean latency gatekeeper/condition: {ratio}");
+        }
+    }
+    for (a, b) in [
+        (Mode::Condition, Mode::Rules),
+        (Mode::Condition, Mode::Gatekeeper),
+    ] {
+        if let (Some(fa), Some(fb)) = (of(a), of(b)) {
+            let ratio = if fb.calls > 0.0 {
+                format!("{:.3}", fa.calls / fb.calls)
+            } else {
+                format!("n/a (no calls with {})", b.name())
+            };
+            let _ = writeln!(out, "calls {}/{}: {ratio}", a.name(), b.name());
+        }
     }
     let _ = writeln!(
         out,
         "calls per 1,000 writes by kind ({ATTRIBUTION} more writes of each per round and mode, outside the measured windows):"
     );
-    let _ = writeln!(
-        out,
-        "  {:<38} {:>6} {:>6} {:>9}",
-        "kind", "none", "rules", "condition"
-    );
+    let mut header = format!("  {:<38}", "kind");
+    for name in &names {
+        let _ = write!(header, " {name:>10}");
+    }
+    let _ = writeln!(out, "{header}");
     for kind in Kind::ALL {
-        let per_mode: Vec<String> = Mode::ALL
-            .iter()
-            .map(|mode| {
-                let (writes, calls) = measured
-                    .iter()
-                    .filter(|(m, _)| m == mode)
-                    .flat_map(|(_, round)| round.kinds.iter())
-                    .filter(|(k, _, _)| *k == kind)
-                    .fold((0usize, 0u64), |(w, c), (_, writes, calls)| {
-                        (w + writes, c + calls)
-                    });
-                format!("{:.0}", calls as f64 * 1000.0 / writes.max(1) as f64)
-            })
-            .collect();
-        if let [none, rules, with_condition] = per_mode.as_slice() {
-            let _ = writeln!(
-                out,
-                "  {:<38} {none:>6} {rules:>6} {with_condition:>9}",
-                kind.name()
-            );
+        let mut line = format!("  {:<38}", kind.name());
+        for mode in &setup.modes {
+            let (writes, calls) = measured
+                .iter()
+                .filter(|(m, _)| m == mode)
+                .flat_map(|(_, round)| round.kinds.iter())
+                .filter(|(k, _, _)| *k == kind)
+                .fold((0usize, 0u64), |(w, c), (_, writes, calls)| {
+                    (w + writes, c + calls)
+                });
+            let per = format!("{:.0}", calls as f64 * 1000.0 / writes.max(1) as f64);
+            let _ = write!(line, " {per:>10}");
         }
+        let _ = writeln!(out, "{line}");
     }
     out
 }
