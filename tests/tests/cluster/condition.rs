@@ -11,7 +11,7 @@
 
 use std::collections::BTreeSet;
 use std::fmt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use sartor_differential::generate::{self, Mode};
@@ -23,6 +23,9 @@ use crate::export::{
     without_allocations,
 };
 use crate::{Suite, eventually, json};
+
+mod replica;
+pub use replica::a_replica_installs_the_condition_and_stores_what_sartor_mutate_predicts;
 
 /// Where the probe's round marker is created.
 const ROUND_NAMESPACE: &str = "condition-probe";
@@ -111,13 +114,36 @@ fn prove(
     Ok(())
 }
 
-/// A set ready to admit: its condition (`None`: every object is sent) and
-/// each object with whether sartor would change it.
+/// A set ready to admit: its mutators (those sartor loads), its
+/// Namespace, its condition (`None`: every object is sent) and its objects.
 struct Ready {
     id: String,
-    namespace: String,
+    mutators: Vec<Value>,
+    namespace: Value,
     condition: Option<String>,
-    objects: Vec<(Value, bool)>,
+    objects: Vec<Object>,
+    /// Where its files are: `mutators.yaml`, `namespace.yaml`.
+    files: PathBuf,
+    /// The cluster's `kubectl api-resources`.
+    resources: PathBuf,
+}
+
+impl Ready {
+    fn namespace_name(&self) -> &str {
+        self.namespace["metadata"]["name"]
+            .as_str()
+            .unwrap_or("default")
+    }
+}
+
+/// An object of a set, and what sartor makes of it.
+struct Object {
+    /// As written.
+    written: Value,
+    /// Whether sartor changes it (or fails on it).
+    changed: bool,
+    /// `sartor mutate`'s output (`Err`: why the mutation fails).
+    predicted: Result<Value, String>,
 }
 
 /// What the proof saw.
@@ -246,10 +272,10 @@ fn prepare(
             "json",
             &input,
         ])?;
-        let changed = match code {
-            0 => json(&stdout)? != defaulted,
+        let predicted = match code {
+            0 => Ok(json(&stdout)?),
             // A mutation that fails must reach sartor, which says so.
-            1 => true,
+            1 => Err(stderr),
             // Mutators in conflict: sartor's webhook enforces the others,
             // so the set is proven without them.
             2 if without_invalid(&mut mutators, &stderr) => {
@@ -266,13 +292,20 @@ fn prepare(
                 ));
             }
         };
-        objects.push((object.clone(), changed));
+        objects.push(Object {
+            written: object.clone(),
+            changed: predicted.as_ref() != Ok(&defaulted),
+            predicted,
+        });
     }
     Ok(Some(Ready {
         id: proof.id.clone(),
-        namespace: name,
+        mutators,
+        namespace: proof.namespace.clone(),
         condition,
         objects,
+        files: files.to_path_buf(),
+        resources: resources.to_path_buf(),
     }))
 }
 
@@ -306,7 +339,7 @@ fn admit(
     round: usize,
     tally: &mut Tally,
 ) -> Result<Vec<String>, String> {
-    let probe = probe(&ready.namespace, ready.condition.as_deref(), round);
+    let probe = probe(ready.namespace_name(), ready.condition.as_deref(), round);
     if let Err(refused) = plane.kubectl_with_input(&["apply", "-f", "-"], Some(&probe.to_string()))
     {
         return Ok(vec![format!(
@@ -332,7 +365,7 @@ fn admit(
     // condition must read without erring.
     let cluster_scoped = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
                                 "metadata": {"name": format!("condition-probe-{round}")}, "rules": []});
-    if let Err(refusal) = create(plane, &cluster_scoped, &ready.namespace)
+    if let Err(refusal) = create(plane, &cluster_scoped, ready.namespace_name())
         && !refusal.contains("failed calling webhook")
     {
         differences.push(format!(
@@ -340,8 +373,13 @@ fn admit(
             ready.id
         ));
     }
-    for (object, changed) in &ready.objects {
-        let outcome = create(plane, object, &ready.namespace);
+    for Object {
+        written: object,
+        changed,
+        ..
+    } in &ready.objects
+    {
+        let outcome = create(plane, object, ready.namespace_name());
         let sent = match &outcome {
             Ok(_) => false,
             Err(refusal) if refusal.contains("failed calling webhook") => true,

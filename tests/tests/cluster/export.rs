@@ -717,7 +717,7 @@ pub(crate) fn create(
 
 /// `object` (of `namespace`) created in `kube-system`, which the policies
 /// leave out, as [`create`] gives it, back in `namespace`.
-fn create_elsewhere(
+pub(crate) fn create_elsewhere(
     plane: &ControlPlane,
     object: &Value,
     namespace: &str,

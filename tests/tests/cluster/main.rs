@@ -80,6 +80,7 @@ const TRIALS: &[Check<Suite>] = sartor_tests::trials![
     rules::pinned_rules_stay_as_installed,
     rules::two_replicas_converge_without_flapping,
     rules::an_outage_blocks_only_what_sartor_would_change,
+    condition::a_replica_installs_the_condition_and_stores_what_sartor_mutate_predicts,
     compat::gatekeeper_mutators_are_enforced_with_gatekeeper_compat,
     compat::a_missing_crd_is_named_and_the_other_kinds_served,
     compat::no_crd_of_sartors_keeps_the_replica_not_ready,

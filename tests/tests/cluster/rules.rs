@@ -142,7 +142,7 @@ spec:
 }
 
 /// The trials' own mutators gone, the examples back and in force.
-fn restore(suite: &mut Suite) -> Result<(), String> {
+pub(crate) fn restore(suite: &mut Suite) -> Result<(), String> {
     suite.plane.kubectl(&[
         "delete",
         "assign.mutations.sartor.dev",
@@ -153,7 +153,7 @@ fn restore(suite: &mut Suite) -> Result<(), String> {
     examples_enforced(suite).map(|_| ())
 }
 
-fn delete_all_mutators(suite: &Suite) -> Result<(), String> {
+pub(crate) fn delete_all_mutators(suite: &Suite) -> Result<(), String> {
     suite.plane.kubectl(&[
         "delete",
         "assign.mutations.sartor.dev,assignimage.mutations.sartor.dev,assignmetadata.mutations.sartor.dev,modifyset.mutations.sartor.dev",
@@ -352,7 +352,7 @@ pub fn two_replicas_converge_without_flapping(suite: &mut Suite) -> Result<(), S
 }
 
 /// The install's mutating webhook, as installed.
-fn mutating_webhook(suite: &Suite) -> Result<Value, String> {
+pub(crate) fn mutating_webhook(suite: &Suite) -> Result<Value, String> {
     let config = json(&suite.plane.kubectl(&[
         "get",
         "mutatingwebhookconfiguration",
@@ -432,7 +432,7 @@ pub fn an_outage_blocks_only_what_sartor_would_change(suite: &mut Suite) -> Resu
     result
 }
 
-fn set_failure_policy(suite: &Suite, policy: &str) -> Result<String, String> {
+pub(crate) fn set_failure_policy(suite: &Suite, policy: &str) -> Result<String, String> {
     suite.plane.kubectl(&[
         "patch",
         "mutatingwebhookconfiguration",
