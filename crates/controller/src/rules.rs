@@ -377,7 +377,11 @@ fn next_condition(
 /// What the [`DERIVED_CONDITION`] annotation says of `condition`.
 fn condition_summary(condition: &WebhookCondition, installed: bool) -> String {
     if !installed {
-        return "none: some mutator is sent every object it matches whatever its kind, or the condition would pass the API server's limits".to_string();
+        return match condition.withheld() {
+            Some(why) => format!("none: {why}"),
+            // A periodic round joins the installed terms to the derived ones.
+            None => "none: the installed and the derived terms together would pass the API server's limits".to_string(),
+        };
     }
     let sartor_export::Tally {
         change,

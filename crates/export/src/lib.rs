@@ -45,7 +45,7 @@ use serde_json::Value;
 
 use crate::mutation::Mutation;
 
-pub use webhook::{Decided, Tally, Undecided, WEBHOOK_CONDITION, WebhookCondition};
+pub use webhook::{Decided, Tally, Undecided, WEBHOOK_CONDITION, WebhookCondition, Withheld};
 
 /// How the policies are written.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -207,6 +207,15 @@ pub enum Reason {
         /// The pass sartor may apply it in.
         passes: usize,
     },
+}
+
+impl From<limits::Excess> for Reason {
+    fn from(excess: limits::Excess) -> Reason {
+        match excess {
+            limits::Excess::Length(length) => Reason::ExpressionTooLong(length),
+            limits::Excess::Nesting(depth) => Reason::ExpressionTooDeep(depth),
+        }
+    }
 }
 
 /// Exports the mutators of `system` that can be written exactly as one

@@ -57,10 +57,7 @@ pub(crate) fn translate(
     reads.extend(passes::selector_reads(&written));
     reads.extend(parts.reads);
     let expression = guard::guarded(parts.applies, criteria, parts.patches);
-    limits::check(&expression).map_err(|excess| match excess {
-        limits::Excess::Length(length) => Reason::ExpressionTooLong(length),
-        limits::Excess::Nesting(depth) => Reason::ExpressionTooDeep(depth),
-    })?;
+    limits::check(&expression)?;
     let kinds = parts
         .rules
         .iter()

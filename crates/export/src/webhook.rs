@@ -29,7 +29,7 @@ use crate::guard::{self, Namespace};
 use crate::patch::Leaf;
 use crate::unchanged::{self, Effect};
 use crate::value::{self, Source};
-use crate::{limits, named};
+use crate::{Reason, limits, named};
 
 /// The name sartor's mutating webhook gives the condition
 /// (`matchConditions`): the API server calls sartor only when it holds.
@@ -54,6 +54,20 @@ pub struct WebhookCondition {
     pub expression: Option<String>,
     /// How each enforced mutator is decided, in sartor's order.
     pub mutators: Vec<(MutatorId, Decided)>,
+}
+
+/// Why no condition is installed (the rules alone decide what is sent).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Withheld {
+    /// Some mutator matches every request the rules send whatever the
+    /// object holds: the condition would be `true`.
+    #[error(
+        "a mutator is sent every object it matches whatever the object holds, with no narrower match CEL can tell"
+    )]
+    Unbounded,
+    /// The condition would be longer or deeper than the API server takes.
+    #[error("the condition would pass the API server's limits: {0}")]
+    Limits(Reason),
 }
 
 /// How many mutators a condition decides each way.
@@ -165,15 +179,25 @@ impl WebhookCondition {
     /// The expression: `None` when it would be `true`, or past the API
     /// server's limits.
     fn written(&self) -> Option<String> {
+        self.write().ok()
+    }
+
+    /// Why no condition is installed; `None` when one is.
+    pub fn withheld(&self) -> Option<Withheld> {
+        self.write().err()
+    }
+
+    fn write(&self) -> Result<String, Withheld> {
         if self.terms.contains("true") {
-            return None;
+            return Err(Withheld::Unbounded);
         }
         if self.terms.is_empty() {
-            return Some("false".to_string());
+            return Ok("false".to_string());
         }
         let terms: Vec<&str> = self.terms.iter().map(String::as_str).collect();
         let expression = format!("{MUTATED} && (\n{}\n)", terms.join(OR));
-        limits::check(&expression).ok().map(|()| expression)
+        limits::check(&expression).map_err(|excess| Withheld::Limits(excess.into()))?;
+        Ok(expression)
     }
 
     /// How many mutators are decided each way.

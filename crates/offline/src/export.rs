@@ -222,18 +222,16 @@ fn condition(args: &ConditionArgs, io: &mut Io<'_>) -> anyhow::Result<Exit> {
         return Ok(Exit::InvalidInput);
     };
     let condition = WebhookCondition::of(&system);
-    match &condition.expression {
-        Some(expression) => io.print_line(
+    match (&condition.expression, condition.withheld()) {
+        (Some(expression), _) => io.print_line(
             to_yaml(&serde_json::json!([{
                 "name": WEBHOOK_CONDITION,
                 "expression": expression,
             }]))?
             .trim_end(),
         )?,
-        None => say!(
-            io,
-            "no condition: a mutator is sent every object it matches whatever the object holds, with no narrower match CEL can tell, or the condition would pass the API server's limits"
-        )?,
+        (None, Some(why)) => say!(io, "no condition: {why}")?,
+        (None, None) => {}
     }
     for line in condition.explained() {
         say!(io, "{line}")?;

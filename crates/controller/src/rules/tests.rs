@@ -305,3 +305,23 @@ fn a_periodic_round_only_adds_terms_to_a_derived_condition() {
     // None installed: derived.
     assert_eq!(next_condition(None, &one, Round::Periodic), one.expression);
 }
+
+#[test]
+fn the_annotation_says_why_no_condition_is_installed() {
+    let one = WebhookCondition::of(&system(&assign(
+        "[{groups: [''], versions: [v1], kinds: [Pod]}]",
+    )));
+    assert_eq!(
+        condition_summary(&one, true),
+        "sartor-may-change: 1 mutators sent only what they would change, 0 all they match, 0 nothing (generated objects only)"
+    );
+    assert_eq!(
+        condition_summary(&one, false),
+        "none: the installed and the derived terms together would pass the API server's limits"
+    );
+    let everything = WebhookCondition::of_terms(["true".to_string()].into_iter().collect());
+    assert_eq!(
+        condition_summary(&everything, false),
+        "none: a mutator is sent every object it matches whatever the object holds, with no narrower match CEL can tell"
+    );
+}

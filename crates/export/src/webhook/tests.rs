@@ -64,9 +64,44 @@ fn a_mutator_matching_everything_leaves_no_condition() {
         "spec": {"location": "metadata.labels.owner",
                  "parameters": {"assign": {"externalData": {"provider": "p", "dataSource": "Username"}}}}})]));
     assert_eq!(condition.expression, None);
+    assert_eq!(condition.withheld(), Some(Withheld::Unbounded));
     assert_eq!(
         condition.explained(),
         ["AssignMetadata/owner: sent whenever it matches: its value comes from external data"]
+    );
+}
+
+#[test]
+fn a_condition_past_the_api_servers_length_is_withheld_with_its_length() {
+    let long = |count: usize| {
+        let mutators: Vec<Value> = (0..count)
+            .map(|index| {
+                json!({"apiVersion": "mutations.sartor.dev/v1", "kind": "Assign",
+                       "metadata": {"name": format!("long-{index}")},
+                       "spec": {"applyTo": pods(), "location": format!("spec.x{index}"),
+                                "parameters": {"assign": {"value": "x".repeat(30_000)}}}})
+            })
+            .collect();
+        WebhookCondition::of(&system(&mutators))
+    };
+    let three = long(3);
+    assert_eq!(three.withheld(), None);
+    let length = three.expression.unwrap().chars().count();
+    assert!(
+        (90_000..=limits::MAX_CODE_POINTS).contains(&length),
+        "{length}"
+    );
+    let four = long(4);
+    assert_eq!(four.expression, None);
+    let Some(Withheld::Limits(Reason::ExpressionTooLong(length))) = four.withheld() else {
+        panic!("{:?}", four.withheld());
+    };
+    assert!(length > limits::MAX_CODE_POINTS, "{length}");
+    assert_eq!(
+        four.withheld().unwrap().to_string(),
+        format!(
+            "the condition would pass the API server's limits: its expression would be {length} characters long, and the API server takes at most 100000"
+        )
     );
 }
 
