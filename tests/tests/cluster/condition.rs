@@ -22,7 +22,7 @@ use crate::export::{
     Proof, WIDGET_CRD, create, env_number, examples_proof, sartor_output, valid_name,
     without_allocations,
 };
-use crate::{Suite, eventually, json};
+use crate::{Suite, eventually, json, same};
 
 mod replica;
 pub use replica::a_replica_installs_the_condition_and_stores_what_sartor_mutate_predicts;
@@ -439,4 +439,85 @@ fn probe(namespace: &str, condition: Option<&str>, round: usize) -> Value {
             webhook("round.probe.sartor.dev", ROUND_NAMESPACE, marker),
         ],
     })
+}
+
+/// The condition stays within what the API server takes: a set whose
+/// condition is just under 100,000 characters gets one, which the API
+/// server stores on a webhook; one more mutator and `sartor export
+/// condition` prints none, saying why, where the API server refuses the
+/// expression those terms would make.
+pub fn the_condition_stays_within_the_api_servers_limits(suite: &mut Suite) -> Result<(), String> {
+    let plane = &suite.plane;
+    // Each term compares the value, so it is a little over 30,000
+    // characters long.
+    let assign = |index: usize| {
+        json!({"apiVersion": "mutations.sartor.dev/v1", "kind": "Assign",
+               "metadata": {"name": format!("long-{index}")},
+               "spec": {"applyTo": [{"groups": [""], "versions": ["v1"], "kinds": ["ConfigMap"]}],
+                        "location": format!("data.key{index}"),
+                        "parameters": {"assign": {"value": "x".repeat(30_000)}}}})
+    };
+    let export = |count: usize| -> Result<(i32, String, String), String> {
+        let file = plane.dir().join(format!("condition-limits-{count}.yaml"));
+        let text: Vec<String> = (0..count).map(|i| assign(i).to_string()).collect();
+        std::fs::write(&file, text.join("\n---\n"))
+            .map_err(|e| format!("{}: {e}", file.display()))?;
+        sartor_output(&["export", "condition", "-m", &file.display().to_string()])
+    };
+    let (code, printed, _) = export(3)?;
+    same("sartor export condition's exit code for 3", code, 0)?;
+    let entries: Value = serde_yaml::from_str(&printed).map_err(|e| format!("{e}: {printed}"))?;
+    let expression = entries[0]["expression"]
+        .as_str()
+        .ok_or_else(|| format!("no condition printed for 3 mutators: {printed}"))?
+        .to_string();
+    let length = expression.chars().count();
+    if !(90_000..=100_000).contains(&length) {
+        return Err(format!("the condition of 3 is {length} characters long"));
+    }
+    probe_taken(plane, &expression)?;
+
+    let (code, printed, stderr) = export(4)?;
+    same("sartor export condition's exit code for 4", code, 0)?;
+    same("what it prints for 4", printed.as_str(), "")?;
+    if !stderr.contains("no condition") || !stderr.contains("limits") {
+        return Err(format!("it does not say why: {stderr}"));
+    }
+    // The four terms the condition would have: the API server refuses them.
+    let term = |index: usize| expression_term(&expression, &format!("data.key{index}"));
+    let mut terms = vec![term(0)?, term(1)?, term(2)?];
+    terms.push(terms[2].replace("key2", "key3"));
+    let longer = format!(
+        "request.operation in [\"CREATE\", \"UPDATE\"] && (\n{}\n)",
+        terms.join("\n|| ")
+    );
+    match probe_taken(plane, &longer) {
+        Err(refusal) if refusal.contains("exceeds limit") => Ok(()),
+        other => Err(format!(
+            "the API server took or refused otherwise {} characters: {other:?}",
+            longer.chars().count()
+        )),
+    }
+}
+
+/// The term of `expression` (one per line) that reads `field`.
+fn expression_term(expression: &str, field: &str) -> Result<String, String> {
+    let needle = format!("object.{field}");
+    expression
+        .lines()
+        .find(|line| line.contains(&needle))
+        .map(|line| line.trim_start_matches("|| ").to_string())
+        .ok_or_else(|| format!("no term reads {field}"))
+}
+
+/// Whether the API server stores a webhook whose condition is `expression`
+/// (a server-side dry run): its refusal when it does not.
+fn probe_taken(plane: &ControlPlane, expression: &str) -> Result<(), String> {
+    let mut configuration = probe("default", Some(expression), 0);
+    configuration["metadata"]["name"] = json!("sartor-condition-limits");
+    plane.kubectl_with_input(
+        &["apply", "--server-side", "--dry-run=server", "-f", "-"],
+        Some(&configuration.to_string()),
+    )?;
+    Ok(())
 }

@@ -58,6 +58,7 @@ const TRIALS: &[Check<Suite>] = sartor_tests::trials![
     crds::cel_rules_reject_invalid_mutators,
     crds::kubectl_explain_shows_the_docs,
     condition::skipped_objects_are_ones_sartor_would_not_change,
+    condition::the_condition_stays_within_the_api_servers_limits,
     export::exported_policies_store_what_sartor_mutate_predicts,
     export::generated_sets_store_what_sartor_mutate_predicts,
     export::the_api_servers_limits_are_checked_at_export,

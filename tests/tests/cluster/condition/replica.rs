@@ -177,6 +177,17 @@ fn prove(
         tally.sets, tally.conditions, tally.terms, tally.left_out
     );
     eprintln!("{seen}");
+    // The API server's own count: no evaluation of the webhook's
+    // conditions has ever erred (an error falls to failurePolicy).
+    let (errors, exclusions) = match_condition_counts(plane, "mutation.sartor.dev")?;
+    eprintln!(
+        "  the API server's metrics for mutation.sartor.dev since it started: {exclusions} writes excluded by its match conditions, {errors} evaluation errors"
+    );
+    if errors > 0 {
+        differences.push(format!(
+            "the API server counts {errors} errors evaluating mutation.sartor.dev's match conditions"
+        ));
+    }
     if !differences.is_empty() {
         return Err(format!(
             "{} differences:\n{}",
@@ -459,4 +470,26 @@ fn set_file(ready: &Ready, name: &str, document: &Value) -> Result<String, Strin
     let path = ready.files.join(name);
     std::fs::write(&path, document.to_string()).map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(path.display().to_string())
+}
+
+/// kube-apiserver's counts, since it started, of the evaluation errors and
+/// the exclusions of `webhook`'s match conditions
+/// (`apiserver_admission_match_condition_{evaluation_errors,exclusions}_total`).
+fn match_condition_counts(plane: &ControlPlane, webhook: &str) -> Result<(u64, u64), String> {
+    let metrics = plane.kubectl(&["get", "--raw", "/metrics"])?;
+    let name = format!("name=\"{webhook}\"");
+    let sum = |metric: &str| -> Result<u64, String> {
+        let mut total = 0.0;
+        for line in metrics.lines() {
+            if line.starts_with(&format!("{metric}{{")) && line.contains(&name) {
+                let value = line.rsplit(' ').next().unwrap_or_default();
+                total += value.parse::<f64>().map_err(|e| format!("{line:?}: {e}"))?;
+            }
+        }
+        Ok(total as u64)
+    };
+    Ok((
+        sum("apiserver_admission_match_condition_evaluation_errors_total")?,
+        sum("apiserver_admission_match_condition_exclusions_total")?,
+    ))
 }
