@@ -45,20 +45,12 @@ pub(crate) fn apply_to(
 ) -> Result<(BTreeSet<Rule>, String), Reason> {
     let mut rules = BTreeSet::new();
     let mut alternatives = Vec::new();
-    for entry in entries {
-        let operations = operations(entry);
-        for group in &entry.groups {
-            for version in &entry.versions {
-                for kind in &entry.kinds {
-                    let Some(rule) = kind_rule(resources, group, version, kind, &operations)?
-                    else {
-                        continue;
-                    };
-                    rules.insert(rule);
-                    alternatives.push(applies_to(group, version, kind, &operations));
-                }
-            }
-        }
+    for (group, version, kind, operations) in kinds(entries) {
+        let Some(rule) = kind_rule(resources, group, version, kind, &operations)? else {
+            continue;
+        };
+        rules.insert(rule);
+        alternatives.push(applies_to(group, version, kind, &operations));
     }
     if rules.is_empty() {
         return Err(Reason::NoKinds);
@@ -69,21 +61,36 @@ pub(crate) fn apply_to(
 /// An `applyTo` as CEL alone, with no resource to find: what the webhook's
 /// match condition needs, where the request names its kind.
 pub(crate) fn apply_to_guard(entries: &[ApplyTo]) -> String {
-    let mut alternatives = Vec::new();
+    let alternatives: Vec<String> = kinds(entries)
+        .into_iter()
+        .map(|(group, version, kind, operations)| applies_to(group, version, kind, &operations))
+        .collect();
+    match alternatives.is_empty() {
+        true => "false".to_string(),
+        false => any_of(&alternatives),
+    }
+}
+
+/// Each group, version and kind an `applyTo` names, with its entry's
+/// operations, in order.
+fn kinds(entries: &[ApplyTo]) -> Vec<(&str, &str, &str, Vec<&'static str>)> {
+    let mut kinds = Vec::new();
     for entry in entries {
         let operations = operations(entry);
         for group in &entry.groups {
             for version in &entry.versions {
                 for kind in &entry.kinds {
-                    alternatives.push(applies_to(group, version, kind, &operations));
+                    kinds.push((
+                        group.as_str(),
+                        version.as_str(),
+                        kind.as_str(),
+                        operations.clone(),
+                    ));
                 }
             }
         }
     }
-    match alternatives.is_empty() {
-        true => "false".to_string(),
-        false => any_of(&alternatives),
-    }
+    kinds
 }
 
 /// Whether the request is for `kind` of `group`/`version` by one of `operations`.
