@@ -134,6 +134,15 @@ pub fn read_mutators(
         }
         return Ok(None);
     }
+    // A replica enforces none of the mutators in a schema conflict; the
+    // export leaves them out the same way, and says so.
+    for finding in repository
+        .findings
+        .iter()
+        .filter(|f| f.category == Category::Conflict)
+    {
+        say!(io, "warning: {finding} (not enforced, so left out)")?;
+    }
     if repository.system.is_empty() {
         say!(
             io,
@@ -238,3 +247,6 @@ fn condition(args: &ConditionArgs, io: &mut Io<'_>) -> anyhow::Result<Exit> {
     }
     Ok(Exit::Ok)
 }
+
+#[cfg(test)]
+mod tests;

@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 
 use crate::export::{
     Proof, WIDGET_CRD, create, env_number, examples_proof, sartor_output, valid_name,
-    without_allocations,
+    without_allocations, without_invalid,
 };
 use crate::{Suite, eventually, json, same};
 
@@ -307,28 +307,6 @@ fn prepare(
         files: files.to_path_buf(),
         resources: resources.to_path_buf(),
     }))
-}
-
-/// `mutators` without the documents `stderr` (sartor's, on a
-/// `mutators.yaml`) names as invalid or in conflict; false when it names
-/// none.
-fn without_invalid(mutators: &mut Vec<Value>, stderr: &str) -> bool {
-    let invalid: BTreeSet<usize> = stderr
-        .lines()
-        .filter_map(|line| {
-            line.split_once("mutators.yaml: document ")?
-                .1
-                .split_once(':')
-        })
-        .filter_map(|(number, _)| number.parse::<usize>().ok())
-        .collect();
-    let before = mutators.len();
-    let mut index = 0;
-    mutators.retain(|_| {
-        index += 1;
-        !invalid.contains(&index)
-    });
-    mutators.len() < before
 }
 
 /// Puts `ready`'s condition on the probe and admits its objects; each

@@ -448,16 +448,8 @@ fn prepare(
             2 => {
                 // Mutators sartor refuses to load never reach a cluster
                 // either (its validating webhook refuses them).
-                let invalid: BTreeSet<usize> = stderr
-                    .lines()
-                    .filter_map(|line| {
-                        line.split_once("mutators.yaml: document ")?
-                            .1
-                            .split_once(':')
-                    })
-                    .filter_map(|(number, _)| number.parse::<usize>().ok())
-                    .collect();
-                if invalid.is_empty() {
+                let before = mutators.len();
+                if !without_invalid(&mut mutators, &stderr) {
                     return Err(format!(
                         "{}: sartor export map exited 2: {stderr}",
                         proof.id
@@ -466,13 +458,7 @@ fn prepare(
                 *tally
                     .skipped
                     .entry("mutators: refused by sartor".into())
-                    .or_default() += invalid.len();
-                mutators = mutators
-                    .into_iter()
-                    .enumerate()
-                    .filter(|(index, _)| !invalid.contains(&(index + 1)))
-                    .map(|(_, mutator)| mutator)
-                    .collect();
+                    .or_default() += before - mutators.len();
             }
             _ => {
                 return Err(format!(
@@ -588,7 +574,12 @@ fn admit(
             // The prediction went through the API server's own admission
             // plugins (default tolerations, ...) once more, after sartor's
             // mutation; so does the stored object, where no policy reaches.
-            actual = create_elsewhere(plane, &without_allocations(stored.clone(), object), name);
+            actual = create_elsewhere(
+                plane,
+                &without_allocations(stored.clone(), object),
+                name,
+                Fields::Strict,
+            );
             tally.replayed += usize::from(expected.holds(&actual));
         }
         if expected.holds(&actual) {
@@ -699,10 +690,34 @@ pub(crate) fn create(
     object: &Value,
     namespace: &str,
 ) -> Result<Value, String> {
+    create_with(plane, object, namespace, Fields::Strict)
+}
+
+/// What the API server does with fields an object's kind does not have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Fields {
+    /// Refuses the object, as `kubectl create` asks by default.
+    Strict,
+    /// Drops them, as it does with what a webhook's patch leaves.
+    Dropped,
+}
+
+/// [`create`], with unknown fields treated as `fields` says.
+pub(crate) fn create_with(
+    plane: &ControlPlane,
+    object: &Value,
+    namespace: &str,
+    fields: Fields,
+) -> Result<Value, String> {
+    let validate = match fields {
+        Fields::Strict => "--validate=strict",
+        Fields::Dropped => "--validate=ignore",
+    };
     let created = sartor_tests::cluster::run(
         plane.kubectl_command().args([
             "create",
             "--dry-run=server",
+            validate,
             "-o",
             "json",
             "-n",
@@ -721,12 +736,13 @@ pub(crate) fn create_elsewhere(
     plane: &ControlPlane,
     object: &Value,
     namespace: &str,
+    fields: Fields,
 ) -> Result<Value, String> {
     let mut moved = object.clone();
     if moved["metadata"].get("namespace").is_some() {
         moved["metadata"]["namespace"] = json!("kube-system");
     }
-    let mut created = create(plane, &moved, "kube-system")?;
+    let mut created = create_with(plane, &moved, "kube-system", fields)?;
     if created["metadata"].get("namespace").is_some() {
         created["metadata"]["namespace"] = json!(namespace);
     }
@@ -879,4 +895,26 @@ fn policy_taken(plane: &ControlPlane, expression: &str) -> Result<Result<(), Str
         }
         Err(other) => Err(other),
     }
+}
+
+/// `mutators` without the documents `stderr` (sartor's, on a
+/// `mutators.yaml`) names as invalid or in conflict; false when it names
+/// none.
+pub(crate) fn without_invalid(mutators: &mut Vec<Value>, stderr: &str) -> bool {
+    let invalid: BTreeSet<usize> = stderr
+        .lines()
+        .filter_map(|line| {
+            line.split_once("mutators.yaml: document ")?
+                .1
+                .split_once(':')
+        })
+        .filter_map(|(number, _)| number.parse::<usize>().ok())
+        .collect();
+    let before = mutators.len();
+    let mut index = 0;
+    mutators.retain(|_| {
+        index += 1;
+        !invalid.contains(&index)
+    });
+    mutators.len() < before
 }
