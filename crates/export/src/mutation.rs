@@ -15,7 +15,7 @@ use sartor_api::{
     SetOperation, SourcePattern,
 };
 use sartor_engine::{ImageParts, MutatorId, Scopes};
-use sartor_location::{Condition, Node, Path};
+use sartor_location::{Condition, Node, Path, PathTestError, PathTests};
 use serde_json::Value;
 
 use crate::guard::{self, Rule};
@@ -139,20 +139,31 @@ impl<'a> Parts<'a> {
         let target = Target::new(&spec.r#match, &spec.location)?;
         let source = value::source(&spec.parameters.assign)?;
         let (rules, applies) = guard::apply_to(&spec.apply_to, resources)?;
-        let (tests, reads) = path_tests(&spec.parameters.path_tests)?;
+        let tests = path_tests(&spec.parameters.path_tests, &target.path)?;
         let (patches, when, removes) = match source {
             Source::Set { value, when } => (
-                patch::assign(target.path.nodes(), &Leaf::Value(value))?,
+                patch::assign(target.path.nodes(), &Leaf::Value(value), &tests.per_element)?,
                 when,
                 false,
             ),
+            // A removal's tests can only be MustExist (the engine refuses
+            // a MustNotExist), which removing what is there implies.
             Source::Remove => (patch::remove(target.path.nodes())?, None, true),
         };
+        let mut reads = tests.reads;
+        if removes {
+            // It removes only what is there: another's creating it makes
+            // it apply again.
+            reads.push(passes::Read {
+                path: target.written.clone(),
+                existence: true,
+            });
+        }
         Ok(Parts {
             target,
             removes,
             rules,
-            applies: all(std::iter::once(applies).chain(tests).chain(when)),
+            applies: all(std::iter::once(applies).chain(tests.conditions).chain(when)),
             patches,
             reads,
             set: None,
@@ -172,16 +183,16 @@ impl<'a> Parts<'a> {
             return Err(Reason::ImagePathAlone);
         }
         let (rules, applies) = guard::apply_to(&spec.apply_to, resources)?;
-        let (tests, mut reads) = path_tests(&parameters.path_tests)?;
-        reads.push(target.value_read());
-        let patches = patch::assign(target.path.nodes(), &Leaf::Image(parts))?;
+        let mut tests = path_tests(&parameters.path_tests, &target.path)?;
+        tests.reads.push(target.value_read());
+        let patches = patch::assign(target.path.nodes(), &Leaf::Image(parts), &tests.per_element)?;
         Ok(Parts {
             target,
             removes: false,
             rules,
-            applies: all(std::iter::once(applies).chain(tests)),
+            applies: all(std::iter::once(applies).chain(tests.conditions)),
             patches,
-            reads,
+            reads: tests.reads,
             set: None,
         })
     }
@@ -191,22 +202,22 @@ impl<'a> Parts<'a> {
         let target = Target::new(&spec.r#match, &spec.location)?;
         let parameters = &spec.parameters;
         let (rules, applies) = guard::apply_to(&spec.apply_to, resources)?;
-        let (tests, mut reads) = path_tests(&parameters.path_tests)?;
-        reads.push(target.value_read());
+        let mut tests = path_tests(&parameters.path_tests, &target.path)?;
+        tests.reads.push(target.value_read());
         let values = parameters.values.from_list.clone();
         values.iter().try_for_each(value::json_safe)?;
         let leaf = match parameters.operation {
             SetOperation::Merge => Leaf::Merge(values.clone()),
             SetOperation::Prune => Leaf::Prune(values.clone()),
         };
-        let patches = patch::assign(target.path.nodes(), &leaf)?;
+        let patches = patch::assign(target.path.nodes(), &leaf, &tests.per_element)?;
         Ok(Parts {
             target,
             removes: false,
             rules,
-            applies: all(std::iter::once(applies).chain(tests)),
+            applies: all(std::iter::once(applies).chain(tests.conditions)),
             patches,
-            reads,
+            reads: tests.reads,
             set: Some((parameters.operation, values)),
         })
     }
@@ -240,24 +251,56 @@ fn all(conditions: impl Iterator<Item = String>) -> String {
     conditions.collect::<Vec<_>>().join(" && ")
 }
 
-/// `pathTests` as CEL conditions, and what they read.
-fn path_tests(tests: &[PathTest]) -> Result<(Vec<String>, Vec<passes::Read>), Reason> {
+/// A mutator's `pathTests`, split by where the export checks them.
+struct Tests {
+    /// The tests on places the location names once (fields and keyed
+    /// elements above any glob), each one CEL condition on the object.
+    conditions: Vec<String>,
+    /// The tests on elements a glob or `notin` selects, checked by the
+    /// patch at their own node, per element.
+    per_element: PathTests,
+    /// What they all read, for the pass analysis.
+    reads: Vec<passes::Read>,
+}
+
+/// `tests`, prefixes of `location`, split into conditions on the object
+/// and tests per element.
+fn path_tests(tests: &[PathTest], location: &Path) -> Result<Tests, Reason> {
     let mut conditions = Vec::new();
+    let mut per_element = Vec::new();
     let mut reads = Vec::new();
     for test in tests {
         let refused = || Reason::GlobPathTest(test.sub_path.clone());
         let sub = Path::parse(&test.sub_path).map_err(|_| refused())?;
-        let present = patch::present(sub.nodes()).ok_or_else(refused)?;
-        conditions.push(match test.condition {
-            Condition::MustExist => format!("({present})"),
-            Condition::MustNotExist => format!("!({present})"),
-        });
         reads.push(passes::Read {
             path: passes::segments(&sub),
             existence: true,
         });
+        match patch::present(sub.nodes()) {
+            Some(present) => conditions.push(match test.condition {
+                Condition::MustExist => format!("({present})"),
+                Condition::MustNotExist => format!("!({present})"),
+            }),
+            None => per_element.push(sartor_location::PathTest {
+                sub_path: sub,
+                condition: test.condition,
+            }),
+        }
     }
-    Ok((conditions, reads))
+    // The engine checked the tests against the location when it compiled
+    // the mutator.
+    let per_element = PathTests::new(location, &per_element).map_err(|error| {
+        Reason::GlobPathTest(match error {
+            PathTestError::NotAPrefix { sub_path, .. }
+            | PathTestError::Contradiction { sub_path } => sub_path.to_string(),
+            PathTestError::ChildOfMissing { child, .. } => child.to_string(),
+        })
+    })?;
+    Ok(Tests {
+        conditions,
+        per_element,
+        reads,
+    })
 }
 
 /// The field names of `path` (the parsed `location`), or why it is not only

@@ -3,8 +3,9 @@
 //! until nothing changes, the API server runs a policy at most twice.
 //!
 //! What is read: a label a selector names, the name, a pathTest's path (is
-//! it there?), the elements a list selector picks (which are there?). What
-//! is written: a location, element by element. A glob element never
+//! it there?), what a removal removes (is it there?), the elements a glob
+//! or `notin` picks (which are there?). What is written: a location,
+//! element by element. A glob element never
 //! creates an element, so writing below `[name: *]` changes which
 //! `containers` there are no more than writing a field does; writing below
 //! `[name: app]` may add `app`.
@@ -66,13 +67,16 @@ pub(crate) fn fields(names: &[&str]) -> Vec<Segment> {
         .collect()
 }
 
-/// The reads of a location's list selectors: which elements are there, at
-/// each selector.
+/// The reads of a location's globs and `notin`s: which elements are
+/// there, at each one. A keyed element is not read: the mutator writes
+/// there whether it is there or not (creating it), so another's creating
+/// it changes neither whether nor what it writes. What would (a pathTest
+/// on it, a removal's need of what it removes) is read on its own.
 pub(crate) fn selector_reads(location: &[Segment]) -> Vec<Read> {
     location
         .iter()
         .enumerate()
-        .filter(|(_, segment)| matches!(segment, Segment::Element { .. }))
+        .filter(|(_, segment)| matches!(segment, Segment::Element { value: None, .. }))
         .map(|(at, _)| Read {
             path: location.get(..=at).unwrap_or_default().to_vec(),
             existence: true,

@@ -23,7 +23,7 @@
 //! merge appends at `/-`, a prune removes by index, last first.
 
 use sartor_engine::{ImageParts, json_equal};
-use sartor_location::{KeyValue, ListSelector, Node};
+use sartor_location::{Condition, KeyValue, ListSelector, Node, PathTests};
 use serde_json::Value;
 
 use crate::Reason;
@@ -221,85 +221,139 @@ fn operation(op: &str, path: &Pointer, value: &str) -> String {
     )
 }
 
-/// The patches (a CEL list) that set `value` at `nodes` below `object`.
+/// The patches (a CEL list) that set `value` at `nodes` below `object`,
+/// where `tests` let the walk go on: each pathTest checked at its own
+/// node, per element below a glob, as the engine checks it.
 ///
 /// # Errors
 /// A location the export cannot write exactly yet.
-pub(crate) fn assign(nodes: &[Node], value: &Leaf) -> Result<String, Reason> {
-    below("object", &Pointer::default(), nodes, value, 0)
-}
-
-/// The patches that set `value` at `nodes` below `current` (at `pointer`),
-/// inside `globs` globs.
-fn below(
-    current: &str,
-    pointer: &Pointer,
-    nodes: &[Node],
-    value: &Leaf,
-    globs: usize,
-) -> Result<String, Reason> {
-    let Some((node, rest)) = nodes.split_first() else {
-        return Ok("[]".to_string());
+pub(crate) fn assign(nodes: &[Node], value: &Leaf, tests: &PathTests) -> Result<String, Reason> {
+    let writer = Writer {
+        nodes,
+        value,
+        tests,
     };
-    match node {
-        Node::Field(name) => {
-            let step = Step::of(name);
-            let at = pointer.field(name);
-            if rest.is_empty() {
-                return Ok(value.write(&at, &step.read(current), &step.present(current)));
-            }
-            let present = below(&step.read(current), &at, rest, value, globs)?;
-            let missing = match built(rest, value) {
-                Some(subtree) => format!("[{}]", operation("add", &at, &subtree.render())),
-                None => "[]".to_string(),
-            };
-            Ok(format!(
-                "({} ? {present} : {missing})",
-                step.present(current)
-            ))
-        }
-        Node::List(selector) => element(current, pointer, selector, rest, value, globs),
-    }
+    writer.below("object", &Pointer::default(), 0, 0)
 }
 
-/// The patches for the list `current` (at `pointer`): the elements
-/// `selector` picks, then `rest` below each.
-fn element(
-    current: &str,
-    pointer: &Pointer,
-    selector: &ListSelector,
-    rest: &[Node],
-    value: &Leaf,
-    globs: usize,
-) -> Result<String, Reason> {
-    match &selector.key_value {
-        KeyValue::Glob | KeyValue::NotIn(_) => {
-            if rest.is_empty() {
-                return Err(Reason::GlobElement);
-            }
-            // Each selected element's patches, one list.
-            let index = index_name(globs);
-            let each = format!("{current}[{index}]");
-            let patches = below(&each, &pointer.index(&index), rest, value, globs + 1)?;
-            let chosen = selected(current, &index, selector)?;
-            Ok(format!("{chosen}.map({index}, {patches}).flatten()"))
-        }
-        KeyValue::String(_) | KeyValue::Integer(_) => {
-            let index = key_index(current, selector);
-            let at = pointer.index(&index);
-            let present = match rest.is_empty() {
-                true => {
-                    let written = value.at_present(&format!("{current}[{index}]"));
-                    format!("[{}]", operation("replace", &at, &written))
+/// One location's patches being written.
+struct Writer<'a> {
+    nodes: &'a [Node],
+    value: &'a Leaf,
+    tests: &'a PathTests,
+}
+
+impl Writer<'_> {
+    /// The patches that set the value at the nodes from `depth` on, below
+    /// `current` (at `pointer`), inside `globs` globs.
+    fn below(
+        &self,
+        current: &str,
+        pointer: &Pointer,
+        depth: usize,
+        globs: usize,
+    ) -> Result<String, Reason> {
+        let (Some(node), Some(rest)) = (self.nodes.get(depth), self.nodes.get(depth + 1..)) else {
+            return Ok("[]".to_string());
+        };
+        match node {
+            Node::Field(name) => {
+                let step = Step::of(name);
+                let at = pointer.field(name);
+                let present = step.present(current);
+                if rest.is_empty() {
+                    let write = self.value.write(&at, &step.read(current), &present);
+                    return Ok(match self.tests.condition_at(depth) {
+                        None => write,
+                        Some(Condition::MustExist) => format!("({present} ? {write} : [])"),
+                        Some(Condition::MustNotExist) => format!("({present} ? [] : {write})"),
+                    });
                 }
-                false => below(&format!("{current}[{index}]"), &at, rest, value, globs)?,
-            };
-            let appended = new_element(selector, rest, value).ok_or(Reason::GlobBelowKeyed)?;
-            Ok(format!(
-                "({index} >= 0 ? {present} : [{}])",
-                operation("add", &pointer.text("/-"), &appended.render())
-            ))
+                let there = match self.tests.exists_ok(depth) {
+                    true => self.below(&step.read(current), &at, depth + 1, globs)?,
+                    false => "[]".to_string(),
+                };
+                let missing = match self.created(depth) {
+                    Some(subtree) => format!("[{}]", operation("add", &at, &subtree.render())),
+                    None => "[]".to_string(),
+                };
+                Ok(format!("({present} ? {there} : {missing})"))
+            }
+            Node::List(selector) => self.element(current, pointer, selector, depth, globs),
         }
+    }
+
+    /// The patches for the list `current` (at `pointer`): the elements
+    /// `selector` (the node at `depth`) picks, then the rest below each.
+    fn element(
+        &self,
+        current: &str,
+        pointer: &Pointer,
+        selector: &ListSelector,
+        depth: usize,
+        globs: usize,
+    ) -> Result<String, Reason> {
+        let last = depth + 1 == self.nodes.len();
+        // The engine asks a glob's test once, when it reaches the list (an
+        // empty one too), and a keyed element's when it finds it.
+        if !self.tests.exists_ok(depth) && !selector.key_value.is_concrete() {
+            return Ok("[]".to_string());
+        }
+        match &selector.key_value {
+            KeyValue::Glob | KeyValue::NotIn(_) => {
+                if last {
+                    return Err(Reason::GlobElement);
+                }
+                // Each selected element's patches, one list.
+                let index = index_name(globs);
+                let each = format!("{current}[{index}]");
+                let patches = self.below(&each, &pointer.index(&index), depth + 1, globs + 1)?;
+                let chosen = selected(current, &index, selector)?;
+                Ok(format!("{chosen}.map({index}, {patches}).flatten()"))
+            }
+            KeyValue::String(_) | KeyValue::Integer(_) => {
+                let index = key_index(current, selector);
+                let at = pointer.index(&index);
+                let present = match (self.tests.exists_ok(depth), last) {
+                    (false, _) => "[]".to_string(),
+                    (true, true) => {
+                        let written = self.value.at_present(&format!("{current}[{index}]"));
+                        format!("[{}]", operation("replace", &at, &written))
+                    }
+                    (true, false) => {
+                        self.below(&format!("{current}[{index}]"), &at, depth + 1, globs)?
+                    }
+                };
+                let missing = match self.tests_let_create(depth) {
+                    true => {
+                        let rest = self.nodes.get(depth + 1..).unwrap_or_default();
+                        let appended = new_element(selector, rest, self.value)
+                            .ok_or(Reason::GlobBelowKeyed)?;
+                        let append = operation("add", &pointer.text("/-"), &appended.render());
+                        format!("[{append}]")
+                    }
+                    false => "[]".to_string(),
+                };
+                Ok(format!("({index} >= 0 ? {present} : {missing})"))
+            }
+        }
+    }
+
+    /// What the engine creates for the node at `depth` missing, the rest
+    /// below it: `None` when a glob is on the way or a pathTest from
+    /// `depth` on needs something there (what is created is empty).
+    fn created(&self, depth: usize) -> Option<Literal> {
+        let rest = self.nodes.get(depth + 1..)?;
+        match self.tests_let_create(depth) {
+            true => built(rest, self.value),
+            false => None,
+        }
+    }
+
+    /// Whether no pathTest from `depth` on is a MustExist: below a node
+    /// the walk creates, nothing exists.
+    fn tests_let_create(&self, depth: usize) -> bool {
+        (depth..self.nodes.len()).all(|d| self.tests.missing_ok(d))
     }
 }
 

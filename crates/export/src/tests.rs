@@ -162,6 +162,25 @@ fn a_mutator_applying_in_a_third_pass_is_refused() {
 }
 
 #[test]
+fn a_keyed_element_assigned_whole_and_merged_into_needs_two_passes() {
+    // Gatekeeper's docs (workload-resources): the sidecar is assigned
+    // whole, then its args merged. Pass 2 assigns it again (dropping the
+    // args) and merges them again: the object of pass 1, so the API
+    // server's second run ends where sartor does.
+    let sidecar = assign(
+        "add-sidecar",
+        json!({"applyTo": pods(), "location": "spec.containers[name: istio-proxy]",
+               "parameters": {"assign": {"value": {"name": "istio-proxy", "image": "proxyv2"}}}}),
+    );
+    let args = json!({"apiVersion": "mutations.sartor.dev/v1", "kind": "ModifySet",
+        "metadata": {"name": "add-istio-args"},
+        "spec": {"applyTo": pods(), "location": "spec.containers[name: istio-proxy].args",
+                 "parameters": {"operation": "merge", "values": {"fromList": ["proxy", "sidecar"]}}}});
+    let exported = export(&[sidecar, args]);
+    assert_eq!(exported.refused, []);
+}
+
+#[test]
 fn a_label_is_added_only_when_missing() {
     let exported = export(&[
         json!({"apiVersion": "mutations.sartor.dev/v1", "kind": "AssignMetadata",
@@ -257,6 +276,65 @@ fn a_glob_sets_every_element_there_is_and_creates_none() {
             r#" : [JSONPatch{op: "add", path: "/spec/containers/" + string(g) + "/securityContext", value: {"privileged": false}}])).flatten()"#,
             r#" : []) : []) : []"#,
         )
+    );
+}
+
+#[test]
+fn a_glob_path_test_is_checked_per_element() {
+    // gatekeeper-library's pod-security-policy pattern: set the field on
+    // every container that has none.
+    let exported = export(&[assign(
+        "run-as-non-root",
+        json!({"applyTo": pods(), "location": "spec.containers[name: *].securityContext.runAsNonRoot",
+               "parameters": {"pathTests": [{"subPath": "spec.containers[name: *].securityContext.runAsNonRoot", "condition": "MustNotExist"}],
+                              "assign": {"value": true}}}),
+    )]);
+    assert_eq!(exported.refused, []);
+    assert_eq!(
+        expression(&exported),
+        concat!(
+            r#"(request.kind.group == "" && request.kind.version == "v1" && request.kind.kind == "Pod" && request.operation in ["CREATE", "UPDATE"])"#,
+            r#" ? (has(object.spec) ? (has(object.spec.containers) ? lists.range(size(object.spec.containers)).map(g,"#,
+            r#" (has(object.spec.containers[g].securityContext) ? (has(object.spec.containers[g].securityContext.runAsNonRoot) ? []"#,
+            r#" : [JSONPatch{op: "add", path: "/spec/containers/" + string(g) + "/securityContext/runAsNonRoot", value: true}])"#,
+            r#" : [JSONPatch{op: "add", path: "/spec/containers/" + string(g) + "/securityContext", value: {"runAsNonRoot": true}}])).flatten()"#,
+            r#" : []) : []) : []"#,
+        )
+    );
+}
+
+#[test]
+fn a_must_exist_below_a_glob_creates_nothing_that_is_missing() {
+    // The parent must be there in each element.
+    let parent = export(&[assign(
+        "parent-there",
+        json!({"applyTo": pods(), "location": "spec.containers[name: *].securityContext.privileged",
+               "parameters": {"pathTests": [{"subPath": "spec.containers[name: *].securityContext", "condition": "MustExist"}],
+                              "assign": {"value": false}}}),
+    )]);
+    assert_eq!(parent.refused, []);
+    assert!(
+        expression(&parent).contains(concat!(
+            r#"lists.range(size(object.spec.containers)).map(g, (has(object.spec.containers[g].securityContext)"#,
+            r#" ? [JSONPatch{op: "add", path: "/spec/containers/" + string(g) + "/securityContext/privileged", value: false}]"#,
+            r#" : [])).flatten()"#,
+        )),
+        "{}",
+        expression(&parent)
+    );
+    // A MustNotExist on the glob itself stops at any list, an empty one
+    // too.
+    let no_list = export(&[assign(
+        "no-list",
+        json!({"applyTo": pods(), "location": "spec.initContainers[name: *].securityContext.privileged",
+               "parameters": {"pathTests": [{"subPath": "spec.initContainers[name: *]", "condition": "MustNotExist"}],
+                              "assign": {"value": false}}}),
+    )]);
+    assert_eq!(no_list.refused, []);
+    assert!(
+        expression(&no_list).contains("(has(object.spec.initContainers) ? [] : [])"),
+        "{}",
+        expression(&no_list)
     );
 }
 
