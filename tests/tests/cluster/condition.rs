@@ -19,8 +19,8 @@ use sartor_tests::cluster::ControlPlane;
 use serde_json::{Value, json};
 
 use crate::export::{
-    Proof, WIDGET_CRD, create, env_number, examples_proof, sartor_output, valid_name,
-    without_allocations, without_invalid,
+    Proof, WIDGET_CRD, create, env_number, examples_proof, library_proof, sartor_output,
+    valid_name, without_allocations, without_invalid,
 };
 use crate::{Suite, eventually, json, same};
 
@@ -43,7 +43,7 @@ pub fn skipped_objects_are_ones_sartor_would_not_change(suite: &mut Suite) -> Re
     let plane = &suite.plane;
     let dir = plane.dir().join("condition-proof");
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let mut proofs = vec![examples_proof()?];
+    let mut proofs = vec![examples_proof()?, library_proof()?];
     proofs.extend(generate::cases(seed, Mode::Normal, count).map(|case| Proof::of(&case)));
     let existing = plane.kubectl(&["get", "namespaces", "-o", "name"])?;
     let needed: BTreeSet<&str> = proofs

@@ -102,7 +102,7 @@ pub fn generated_sets_store_what_sartor_mutate_predicts(suite: &mut Suite) -> Re
     let plane = &suite.plane;
     let dir = plane.dir().join("export-proof");
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let mut proofs = vec![examples_proof()?];
+    let mut proofs = vec![examples_proof()?, library_proof()?];
     proofs.extend(
         generate::cases(seed, Mode::Normal, count)
             .map(|case| Proof::of(&case))
@@ -217,6 +217,9 @@ pub(crate) struct Proof {
     pub(crate) mutators: Vec<Value>,
     pub(crate) namespace: Value,
     pub(crate) objects: Vec<Value>,
+    /// A published set: every mutator must export and every object be
+    /// admitted (a generated set proves what of it exports).
+    pub(crate) whole: bool,
 }
 
 impl Proof {
@@ -231,6 +234,7 @@ impl Proof {
             mutators: case.mutators.clone(),
             namespace: as_stored_namespace(namespace, &name),
             objects: vec![case.object.clone()],
+            whole: false,
         }
     }
 }
@@ -268,6 +272,30 @@ pub(crate) fn examples_proof() -> Result<Proof, String> {
         mutators: read("examples/mutators")?,
         namespace: as_stored_namespace(namespace, &name),
         objects,
+        whole: true,
+    })
+}
+
+/// gatekeeper-library's pod-security-policy mutators and sample Pods
+/// (tests/fixtures/export/gatekeeper-library), in a Namespace of their
+/// own.
+pub(crate) fn library_proof() -> Result<Proof, String> {
+    let dir = crate::repo().join("tests/fixtures/export/gatekeeper-library");
+    let name = "psp-library";
+    let objects = sartor_tests::documents(&dir.join("objects.yaml"))?
+        .into_iter()
+        .map(|mut object| {
+            object["metadata"]["namespace"] = json!(name);
+            object
+        })
+        .collect();
+    let namespace = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
+    Ok(Proof {
+        id: "gatekeeper-library".to_string(),
+        mutators: sartor_tests::documents(&dir.join("mutators.yaml"))?,
+        namespace: as_stored_namespace(namespace, name),
+        objects,
+        whole: true,
     })
 }
 
@@ -468,6 +496,14 @@ fn prepare(
             }
         }
     }
+    if proof.whole && mutators.len() < proof.mutators.len() {
+        return Err(format!(
+            "{}: {} of {} mutators exported, and a published set must export whole",
+            proof.id,
+            mutators.len(),
+            proof.mutators.len()
+        ));
+    }
     let Some(policy) = policy else {
         *tally
             .skipped
@@ -494,6 +530,12 @@ fn prepare(
         }
         let stored = match create(plane, object, name) {
             Ok(stored) => stored,
+            Err(refusal) if proof.whole => {
+                return Err(format!(
+                    "{}: the API server refuses {object} as written: {refusal}",
+                    proof.id
+                ));
+            }
             Err(_) => {
                 *tally
                     .skipped

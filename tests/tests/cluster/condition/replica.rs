@@ -15,8 +15,8 @@ use serde_json::{Value, json};
 use super::{Object, Ready, Tally, prepare};
 use crate::admission::{replica, without_server_fields};
 use crate::export::{
-    Fields, Proof, WIDGET_CRD, create, create_elsewhere, env_number, examples_proof, sartor_output,
-    without_allocations,
+    Fields, Proof, WIDGET_CRD, create, create_elsewhere, env_number, examples_proof, library_proof,
+    sartor_output, without_allocations,
 };
 use crate::rules::{
     delete_all_mutators, mutate_requests, mutating_webhook, restore, set_failure_policy,
@@ -76,7 +76,7 @@ pub fn a_replica_installs_the_condition_and_stores_what_sartor_mutate_predicts(
     let plane = &suite.plane;
     let dir = plane.dir().join("replica-proof");
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let mut proofs = vec![examples_proof()?];
+    let mut proofs = vec![examples_proof()?, library_proof()?];
     proofs.extend(generate::cases(seed, Mode::Normal, count).map(|case| {
         let mut proof = Proof::of(&case);
         // The replica serves sartor's group; its v1 takes Gatekeeper's
