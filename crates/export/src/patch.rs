@@ -233,8 +233,19 @@ pub(crate) fn assign(nodes: &[Node], value: &Leaf, tests: &PathTests) -> Result<
         value,
         tests,
     };
-    writer.below("object", &Pointer::default(), 0, 0)
+    let patches = writer.below("object", &Pointer::default(), 0, 0)?;
+    // pathTests may leave no branch that writes (a MustNotExist on a glob
+    // below a list the walk would create empty): the API server wants the
+    // list typed all the same.
+    Ok(match patches.contains("JSONPatch{") {
+        true => patches,
+        false => NO_PATCHES.to_string(),
+    })
 }
+
+/// An empty list the API server types as `list(JSONPatch)`: `[]` alone is
+/// `list(dyn)`, which it refuses as a mutation's expression.
+const NO_PATCHES: &str = "[].map(p, JSONPatch{op: \"test\", path: \"\", value: p})";
 
 /// One location's patches being written.
 struct Writer<'a> {
