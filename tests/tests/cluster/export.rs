@@ -637,13 +637,20 @@ fn admit(
 }
 
 /// `stored` without what the API server allocates after admission (a
-/// Service's cluster IPs, IP families and node ports) unless `written` has
-/// it: the object as a policy sees it, defaults in.
+/// Service's cluster IPs, IP families, node ports and, for a LoadBalancer
+/// with `externalTrafficPolicy: Local`, its health check node port) unless
+/// `written` has it: the object as a policy sees it, defaults in.
 pub(crate) fn without_allocations(mut stored: Value, written: &Value) -> Value {
     if stored["kind"] != "Service" {
         return stored;
     }
-    for field in ["clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"] {
+    for field in [
+        "clusterIP",
+        "clusterIPs",
+        "ipFamilies",
+        "ipFamilyPolicy",
+        "healthCheckNodePort",
+    ] {
         if written["spec"].get(field).is_none()
             && let Some(spec) = stored["spec"].as_object_mut()
         {
