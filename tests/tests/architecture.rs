@@ -76,8 +76,9 @@ fn reachable(name: &str) -> BTreeSet<String> {
 }
 
 /// The sartor crates each product crate may depend on: location <- api <-
-/// engine <- state <- webhook, controller <- offline <- sartor (the binary).
-const ALLOWED: [(&str, &[&str]); 10] = [
+/// engine <- state <- webhook, controller <- offline <- playground <- sartor
+/// (the binary).
+const ALLOWED: [(&str, &[&str]); 11] = [
     ("sartor-location", &[]),
     ("sartor-api", &["sartor-location"]),
     ("sartor-engine", &["sartor-api", "sartor-location"]),
@@ -116,6 +117,7 @@ const ALLOWED: [(&str, &[&str]); 10] = [
             "sartor-webhook",
         ],
     ),
+    ("sartor-playground", &["sartor-offline"]),
     (
         "sartor",
         &[
@@ -125,6 +127,7 @@ const ALLOWED: [(&str, &[&str]); 10] = [
             "sartor-engine",
             "sartor-export",
             "sartor-offline",
+            "sartor-playground",
             "sartor-state",
             "sartor-webhook",
         ],

@@ -10,6 +10,7 @@
 
 mod audit;
 mod crds;
+mod playground;
 mod serve;
 
 use std::process::ExitCode;
@@ -44,6 +45,7 @@ enum Command {
     /// MutatingAdmissionPolicy and its binding, for clusters with no webhook.
     #[command(subcommand)]
     Export(sartor_offline::export::ExportCommand),
+    Playground(playground::PlaygroundArgs),
 }
 
 /// mimalloc: fewer instructions per allocation than glibc's malloc on the
@@ -62,11 +64,10 @@ fn main() -> ExitCode {
         Command::Audit(args) => audit::run(&args),
         Command::Crds(args) => with_std_io(|io| crds::run(&args, io)),
         Command::Export(command) => with_std_io(|io| sartor_offline::export::run(&command, io)),
+        Command::Playground(args) => playground::run(&args),
     };
     match outcome {
-        Ok(Exit::Ok) => ExitCode::SUCCESS,
-        Ok(Exit::MutationFailed | Exit::Changed) => ExitCode::from(1),
-        Ok(Exit::InvalidInput) => ExitCode::from(2),
+        Ok(exit) => ExitCode::from(exit.code()),
         Err(error) => {
             eprintln!("error: {error:#}");
             ExitCode::from(2)

@@ -10,7 +10,7 @@ mod args;
 mod cluster;
 mod files;
 mod logs;
-mod signal;
+pub(crate) mod signal;
 
 use std::sync::Arc;
 

@@ -238,7 +238,16 @@ fn the_help_says_the_exit_codes_and_where_output_goes() {
         ),
         "{stdout}"
     );
-    for command in ["mutate", "lint", "test", "serve", "audit", "crds", "export"] {
+    for command in [
+        "mutate",
+        "lint",
+        "test",
+        "serve",
+        "audit",
+        "crds",
+        "export",
+        "playground",
+    ] {
         assert!(
             stdout.contains(&format!("\n  {command} ")),
             "{command}: {stdout}"
@@ -558,4 +567,61 @@ fn with_stdout_closed(dir: &Path, args: &[&str]) -> (Option<i32>, String) {
         output.status.code(),
         String::from_utf8_lossy(&output.stderr).into_owned(),
     )
+}
+
+/// `sartor playground` from a directory holding nothing: the page, its
+/// script and the examples come from the binary; the address it prints is
+/// where it answers; a port in use is refused, naming the flag.
+#[test]
+fn the_playground_serves_its_page_from_the_binary_alone() {
+    use std::io::{BufRead as _, Read as _};
+
+    let dir = scratch("playground", &[]);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sartor"))
+        .args(["playground", "--port", "0"])
+        .current_dir(&dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    let address = line
+        .strip_prefix("sartor playground: http://")
+        .and_then(|rest| rest.strip_suffix("/ (Ctrl-C to stop)\n"))
+        .unwrap_or_else(|| panic!("{line}"))
+        .to_string();
+    let get = |path: &str| {
+        let mut stream = std::net::TcpStream::connect(&address).unwrap();
+        write!(
+            stream,
+            "GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).unwrap();
+        answer
+    };
+    let page = get("/");
+    assert!(page.starts_with("HTTP/1.1 200 OK\r\n"), "{page}");
+    assert!(page.contains("<title>sartor playground</title>"), "{page}");
+    assert!(get("/playground.js").starts_with("HTTP/1.1 200 OK\r\n"));
+    let examples = get("/api/examples");
+    assert!(
+        examples.contains("\"name\":\"all the examples\""),
+        "{examples}"
+    );
+
+    // The same port again: refused, naming the address and the flags.
+    let (code, stdout, refused) = sartor(&dir, &["playground", "--listen", &address], "");
+    assert_eq!((code, stdout.as_str()), (2, ""));
+    assert!(
+        refused.starts_with(&format!(
+            "error: listening on {address} (--port, --listen): Address already in use"
+        )),
+        "{refused}"
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
 }

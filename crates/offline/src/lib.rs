@@ -85,3 +85,15 @@ pub enum Exit {
     /// schema or condition conflicts.
     InvalidInput,
 }
+
+impl Exit {
+    /// The process's exit code: 0, 1 (a mutation failed, or `--exit-code`
+    /// saw a change) or 2 (invalid input; a command's error is 2 too).
+    pub fn code(self) -> u8 {
+        match self {
+            Exit::Ok => 0,
+            Exit::MutationFailed | Exit::Changed => 1,
+            Exit::InvalidInput => 2,
+        }
+    }
+}

@@ -1,7 +1,7 @@
 //! Shutdown on the signals Kubernetes and a terminal send.
 
 /// Completes on SIGTERM (how Kubernetes stops a pod) or Ctrl-C.
-pub(super) async fn shutdown_signal() {
+pub(crate) async fn shutdown_signal() {
     let ctrl_c = async {
         if let Err(error) = tokio::signal::ctrl_c().await {
             tracing::warn!(%error, "cannot listen for Ctrl-C");

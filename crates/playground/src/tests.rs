@@ -1,0 +1,341 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+
+use std::io::{Read as _, Write as _};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use super::*;
+
+fn repo() -> PathBuf {
+    sartor_tests::workspace_root()
+}
+
+/// What the CLI's entry point prints for `argv`, run from the repository.
+fn cli(argv: &[&str]) -> Run {
+    let root = repo();
+    let absolute: Vec<String> = argv
+        .iter()
+        .map(|arg| match arg.starts_with("examples/") {
+            true => root.join(arg).display().to_string(),
+            false => (*arg).to_string(),
+        })
+        .collect();
+    let argv: Vec<&str> = absolute.iter().map(String::as_str).collect();
+    let run = match argv.first() {
+        Some(&"mutate") => run_mutate(&argv, &root),
+        Some(&"lint") => run_lint(&argv, &root),
+        _ => run_export(&argv, &root),
+    };
+    // The repository's paths, as a reader of the output would see them.
+    let prefix = format!("{}/", root.display());
+    Run {
+        exit: run.exit,
+        out: run.out.replace(&prefix, ""),
+        err: run.err.replace(&prefix, ""),
+    }
+}
+
+fn all_examples() -> Input {
+    let example = examples().into_iter().next().unwrap();
+    Input {
+        mutators: example.mutators,
+        objects: example.objects,
+        namespace: "default".to_string(),
+        operation: "CREATE".to_string(),
+    }
+}
+
+#[test]
+fn the_examples_give_what_the_cli_prints_for_their_files() {
+    let output = evaluate(&all_examples()).unwrap();
+    let objects = [
+        "examples/objects/namespace.yaml",
+        "examples/objects/pod.yaml",
+        "examples/objects/deployment.yaml",
+    ];
+    let preview = |extra: &[&str]| {
+        let mut argv = vec!["mutate", "-m", "examples/mutators"];
+        argv.extend(extra);
+        argv.extend(objects);
+        cli(&argv)
+    };
+    assert_eq!(output.mutate, preview(&[]));
+    assert!(output.mutate.out.contains("imagePullPolicy: Always"));
+    assert_eq!(output.mutate.exit, 0);
+    // The diff and the trace name each object's file and document: the
+    // pane's are one file.
+    let in_the_pane = |run: Run| Run {
+        out: run
+            .out
+            .replace(
+                "examples/objects/namespace.yaml: document 1",
+                "objects.yaml: document 1",
+            )
+            .replace(
+                "examples/objects/pod.yaml: document 1",
+                "objects.yaml: document 2",
+            )
+            .replace(
+                "examples/objects/deployment.yaml: document 1",
+                "objects.yaml: document 3",
+            ),
+        ..run
+    };
+    assert_eq!(output.diff, in_the_pane(preview(&["--diff"])));
+    assert_eq!(output.explain, in_the_pane(preview(&["--explain"])));
+    assert_eq!(
+        output.lint,
+        cli(&["lint", "--export-map", "examples/mutators"])
+    );
+    assert_eq!(output.export, cli(&["export", "map", "examples/mutators"]));
+    assert_eq!(output.export.err, "10 of 10 mutators exported\n");
+}
+
+#[test]
+fn errors_name_the_pane_as_a_file() {
+    let input = Input {
+        mutators: concat!(
+            "apiVersion: mutations.sartor.dev/v1\nkind: Assign\nmetadata: {name: broken}\n",
+            "spec:\n  applyTo: [{groups: [\"\"], versions: [v1], kinds: [Pod]}]\n",
+            "  location: \"spec.containers[name: foo.image\"\n",
+            "  parameters: {assign: {value: x}}\n",
+        )
+        .to_string(),
+        ..all_examples()
+    };
+    let output = evaluate(&input).unwrap();
+    assert_eq!(output.mutate.exit, 2);
+    assert_eq!(output.mutate.out, "");
+    assert!(
+        output
+            .mutate
+            .err
+            .starts_with("error: mutators.yaml: document 1: Assign broken: spec.location"),
+        "{}",
+        output.mutate.err
+    );
+    assert_eq!(output.lint.exit, 2);
+    assert!(
+        output.lint.err.contains("mutators.yaml: document 1"),
+        "{}",
+        output.lint.err
+    );
+}
+
+#[test]
+fn a_flag_the_cli_refuses_is_refused_in_its_words() {
+    let input = Input {
+        operation: "PATCH".to_string(),
+        ..all_examples()
+    };
+    let output = evaluate(&input).unwrap();
+    assert_eq!(output.mutate.exit, 2);
+    assert!(
+        output
+            .mutate
+            .err
+            .starts_with("error: invalid value 'PATCH' for '--operation <OPERATION>'"),
+        "{}",
+        output.mutate.err
+    );
+    // Lint and export take no operation.
+    assert_eq!(output.export.exit, 0);
+}
+
+#[test]
+fn a_pane_past_the_limit_is_refused_by_name() {
+    let input = Input {
+        objects: "#".repeat(MAX_PANE_BYTES + 1),
+        ..all_examples()
+    };
+    assert_eq!(
+        evaluate(&input).unwrap_err().to_string(),
+        format!(
+            "the objects pane holds {} bytes, and the playground takes at most {MAX_PANE_BYTES}",
+            MAX_PANE_BYTES + 1
+        )
+    );
+}
+
+#[test]
+fn the_embedded_examples_are_the_repositorys() {
+    let listed = |dir: &str| {
+        let mut names: Vec<String> = std::fs::read_dir(repo().join(dir))
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .filter_map(|name| name.strip_suffix(".yaml").map(str::to_string))
+            .collect();
+        names.sort();
+        names
+    };
+    let (mutators, objects) = examples::embedded();
+    assert_eq!(mutators, listed("examples/mutators"));
+    let mut objects: Vec<String> = objects.iter().map(|o| (*o).to_string()).collect();
+    objects.sort();
+    assert_eq!(objects, listed("examples/objects"));
+    // Each file alone, after all of them.
+    let names: Vec<String> = examples().into_iter().map(|e| e.name).collect();
+    assert_eq!(names.len(), mutators.len() + 1);
+    assert_eq!(names[0], "all the examples");
+}
+
+/// One HTTP/1.1 exchange with the server at `addr`: the status line, the
+/// headers (lowercased names) and the body.
+fn exchange(addr: SocketAddr, request: &str) -> (String, Vec<(String, String)>, String) {
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap();
+    let mut lines = head.lines();
+    let status = lines.next().unwrap().to_string();
+    let headers = lines
+        .filter_map(|line| line.split_once(": "))
+        .map(|(name, value)| (name.to_ascii_lowercase(), value.to_string()))
+        .collect();
+    (status, headers, body.to_string())
+}
+
+fn request(method: &str, path: &str, host: &str, content_type: &str, body: &str) -> String {
+    format!(
+        "{method} {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+/// A server on a free loopback port, serving on its own runtime's thread.
+fn server() -> SocketAddr {
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let listening = listen("127.0.0.1:0".parse().unwrap()).await.unwrap();
+            sender.send(listening.addr()).unwrap();
+            let _ = listening.serve().await;
+        });
+    });
+    receiver.recv().unwrap()
+}
+
+#[test]
+fn the_server_serves_the_page_and_evaluates() {
+    let addr = server();
+    let host = addr.to_string();
+    let (status, headers, body) = exchange(addr, &request("GET", "/", &host, "text/plain", ""));
+    assert_eq!(status, "HTTP/1.1 200 OK");
+    assert!(body.contains("<title>sartor playground</title>"), "{body}");
+    let header = |name: &str| {
+        headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.clone())
+    };
+    assert_eq!(
+        header("content-type").as_deref(),
+        Some("text/html; charset=utf-8")
+    );
+    assert!(
+        header("content-security-policy")
+            .unwrap()
+            .starts_with("default-src 'none'; script-src 'self'")
+    );
+    for path in ["/playground.js", "/playground.css", "/api/examples"] {
+        let (status, _, _) = exchange(addr, &request("GET", path, &host, "text/plain", ""));
+        assert_eq!(status, "HTTP/1.1 200 OK", "{path}");
+    }
+
+    let input = serde_json::to_string(&all_examples()).unwrap();
+    let (status, _, body) = exchange(
+        addr,
+        &request("POST", "/api/evaluate", &host, "application/json", &input),
+    );
+    assert_eq!(status, "HTTP/1.1 200 OK", "{body}");
+    let answered: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let expected = serde_json::to_value(evaluate(&all_examples()).unwrap()).unwrap();
+    assert_eq!(answered, expected);
+}
+
+#[test]
+fn the_server_refuses_what_it_must_not_answer() {
+    let addr = server();
+    let host = addr.to_string();
+    let input = serde_json::to_string(&all_examples()).unwrap();
+    let cases = [
+        // A page on another site posting a form.
+        (
+            request(
+                "POST",
+                "/api/evaluate",
+                &host,
+                "application/x-www-form-urlencoded",
+                "a=b",
+            ),
+            "HTTP/1.1 415 Unsupported Media Type",
+            "send the input as Content-Type: application/json",
+        ),
+        // A DNS name rebound to 127.0.0.1.
+        (
+            request(
+                "POST",
+                "/api/evaluate",
+                "attacker.example:80",
+                "application/json",
+                &input,
+            ),
+            "HTTP/1.1 403 Forbidden",
+            "the playground answers only requests to a loopback address (http://127.0.0.1:PORT/ or http://localhost:PORT/)",
+        ),
+        (
+            request(
+                "POST",
+                "/api/evaluate",
+                &host,
+                "application/json",
+                "{\"mutators\": 1}",
+            ),
+            "HTTP/1.1 400 Bad Request",
+            "the request is not an input: invalid type: integer `1`, expected a string at line 1 column 14",
+        ),
+        // Refused from its Content-Length, before it is read (the body is
+        // not sent here).
+        (
+            format!(
+                "POST /api/evaluate HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                4 * MAX_PANE_BYTES + 4097
+            ),
+            "HTTP/1.1 413 Payload Too Large",
+            "the request is larger than the 1052672 bytes the playground takes",
+        ),
+        (
+            request("GET", "/etc/passwd", &host, "text/plain", ""),
+            "HTTP/1.1 404 Not Found",
+            "no page at /etc/passwd",
+        ),
+        (
+            request("GET", "/api/evaluate", &host, "text/plain", ""),
+            "HTTP/1.1 405 Method Not Allowed",
+            "use POST",
+        ),
+    ];
+    for (sent, status, message) in cases {
+        let (answered, _, body) = exchange(addr, &sent);
+        assert_eq!(answered, status, "{body}");
+        let body: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(body["error"], message);
+    }
+    // localhost by name is loopback.
+    let (status, _, _) = exchange(
+        addr,
+        &request(
+            "GET",
+            "/",
+            &format!("localhost:{}", addr.port()),
+            "text/plain",
+            "",
+        ),
+    );
+    assert_eq!(status, "HTTP/1.1 200 OK");
+}
