@@ -625,3 +625,45 @@ fn the_playground_serves_its_page_from_the_binary_alone() {
     child.kill().unwrap();
     child.wait().unwrap();
 }
+
+/// One vocabulary: every command that reads mutator files takes them as
+/// `-m PATH` or `--mutators PATH`, repeated for more, and those that read
+/// nothing else positionally (lint, export) as PATHs too; `sartor mutate`
+/// finds mutators among its inputs as well. Each form gives the same
+/// output.
+#[test]
+fn every_command_reading_mutators_takes_them_the_same_ways() {
+    let seccomp = std::fs::read_to_string(
+        sartor_tests::workspace_root().join("examples/mutators/seccomp-default.yaml"),
+    )
+    .unwrap();
+    let dir = scratch(
+        "vocabulary",
+        &[("a.yaml", PULL), ("b.yaml", &seccomp), ("pod.yaml", POD)],
+    );
+    let commands: [(&[&str], &[&str], bool); 5] = [
+        (&["mutate"], &["pod.yaml"], true),
+        (&["lint"], &[], true),
+        (&["export", "map"], &[], true),
+        (&["export", "condition"], &[], true),
+        // It reads the mutators before the kubeconfig it cannot find.
+        (&["audit"], &["--kubeconfig", "missing/config"], false),
+    ];
+    for (command, rest, positional) in commands {
+        let run = |mutators: &[&str]| {
+            let args: Vec<&str> = [command, mutators, rest].concat();
+            sartor(&dir, &args, "")
+        };
+        let short = run(&["-m", "a.yaml", "-m", "b.yaml"]);
+        // Taken by the parser (its refusals print the usage).
+        assert!(!short.2.contains("Usage:"), "{command:?}: {short:?}");
+        assert_eq!(
+            run(&["--mutators", "a.yaml", "--mutators", "b.yaml"]),
+            short,
+            "{command:?}"
+        );
+        if positional {
+            assert_eq!(run(&["a.yaml", "b.yaml"]), short, "{command:?}");
+        }
+    }
+}
