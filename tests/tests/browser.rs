@@ -9,7 +9,8 @@
 //! The trial loads the page and its examples, loads one example, edits a
 //! mutator and sees the result follow, types an invalid location and sees
 //! the CLI's error for it, opens a share link in a fresh browser profile and
-//! gets the same panes, and reads the exported policy; each view is compared
+//! gets the same panes, reads the exported policy and the Pod a Deployment
+//! creates (`--expand`); each view is compared
 //! with what the binary prints for the same files. Screenshots go to
 //! `$CARGO_TARGET_TMPDIR/playground/`.
 //!
@@ -388,6 +389,33 @@ impl Session<'_> {
                 .unwrap_or_default(),
             "true",
         )?;
+
+        // --expand: the Pod the Deployment creates, mutated.
+        for css in ["#tab-mutate", "#expand"] {
+            client
+                .find(Locator::Css(css))
+                .await
+                .map_err(|e| e.to_string())?
+                .click()
+                .await
+                .map_err(|e| e.to_string())?;
+        }
+        let expanded = until(client, "#out", "the expanded result", |text| {
+            text.contains("name: cart-pod")
+        })
+        .await?;
+        let printed = self.cli(&[
+            "mutate",
+            "-m",
+            "mutators.yaml",
+            "-n",
+            "default",
+            "--operation",
+            "CREATE",
+            "--expand",
+            "objects.yaml",
+        ])?;
+        same("the expanded result", &expanded, &printed.0)?;
         Ok(())
     }
 

@@ -39,6 +39,7 @@ fn the_playground_answers_what_the_binary_prints_for_generated_sets() {
                 objects: stream(&objects),
                 namespace: "default".to_string(),
                 operation: operation.to_string(),
+                expand: false,
             };
             let page = evaluate(&input).expect("the playground evaluates");
             std::fs::write(dir.path().join("mutators.yaml"), &input.mutators).expect("written");

@@ -53,6 +53,10 @@ pub struct Input {
     /// `--operation`: `CREATE`, `UPDATE`, `DELETE` or `CONNECT`.
     #[serde(default = "default_operation")]
     pub operation: String,
+    /// `--expand`: also what each object generates (a Deployment's Pod),
+    /// mutated as `source: Generated`.
+    #[serde(default)]
+    pub expand: bool,
 }
 
 fn default_namespace() -> String {
@@ -78,7 +82,8 @@ pub struct Run {
 /// What the page shows for one [`Input`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Output {
-    /// `sartor mutate -m mutators.yaml objects.yaml`.
+    /// `sartor mutate -m mutators.yaml objects.yaml` (with `--expand` when
+    /// asked).
     pub mutate: Run,
     /// The same with `--diff`.
     pub diff: Run,
@@ -148,6 +153,9 @@ pub fn evaluate(input: &Input) -> Result<Output, Refused> {
     let preview = |extra: &[&str]| {
         let mut argv = vec!["mutate", "-m", mutators.as_str()];
         argv.extend(context);
+        if input.expand {
+            argv.push("--expand");
+        }
         argv.extend(extra);
         argv.push(objects.as_str());
         run_mutate(&argv, dir.path())

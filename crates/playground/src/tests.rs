@@ -42,6 +42,7 @@ fn all_examples() -> Input {
         objects: example.objects,
         namespace: "default".to_string(),
         operation: "CREATE".to_string(),
+        expand: false,
     }
 }
 
@@ -89,6 +90,30 @@ fn the_examples_give_what_the_cli_prints_for_their_files() {
     );
     assert_eq!(output.export, cli(&["export", "map", "examples/mutators"]));
     assert_eq!(output.export.err, "10 of 10 mutators exported\n");
+}
+
+#[test]
+fn expand_shows_the_pod_a_deployment_creates_as_the_cli_does() {
+    let input = Input {
+        expand: true,
+        ..all_examples()
+    };
+    let output = evaluate(&input).unwrap();
+    let expanded = cli(&[
+        "mutate",
+        "-m",
+        "examples/mutators",
+        "--expand",
+        "examples/objects/namespace.yaml",
+        "examples/objects/pod.yaml",
+        "examples/objects/deployment.yaml",
+    ]);
+    assert_eq!(output.mutate, expanded);
+    assert!(
+        output.mutate.out.contains("name: cart-pod"),
+        "{}",
+        output.mutate.out
+    );
 }
 
 #[test]

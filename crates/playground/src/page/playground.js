@@ -3,9 +3,9 @@
 "use strict";
 
 const COMMANDS = {
-  mutate: "sartor mutate -m mutators.yaml -n NAMESPACE --operation OPERATION objects.yaml",
-  diff: "sartor mutate -m mutators.yaml -n NAMESPACE --operation OPERATION --diff objects.yaml",
-  explain: "sartor mutate -m mutators.yaml -n NAMESPACE --operation OPERATION --explain objects.yaml",
+  mutate: "sartor mutate -m mutators.yaml -n NAMESPACE --operation OPERATIONEXPAND objects.yaml",
+  diff: "sartor mutate -m mutators.yaml -n NAMESPACE --operation OPERATIONEXPAND --diff objects.yaml",
+  explain: "sartor mutate -m mutators.yaml -n NAMESPACE --operation OPERATIONEXPAND --explain objects.yaml",
   lint: "sartor lint --export-map mutators.yaml",
   export: "sartor export map mutators.yaml",
 };
@@ -13,6 +13,7 @@ const DEBOUNCE_MS = 300;
 
 const $ = (id) => document.getElementById(id);
 const fields = ["mutators", "objects", "namespace", "operation"];
+const flags = ["expand"];
 let view = "mutate";
 let result = null;
 let sent = 0;
@@ -21,11 +22,13 @@ let timer = null;
 function state() {
   const s = {};
   for (const f of fields) s[f] = $(f).value;
+  for (const f of flags) s[f] = $(f).checked;
   return s;
 }
 
 function setState(s) {
   for (const f of fields) if (typeof s[f] === "string") $(f).value = s[f];
+  for (const f of flags) if (typeof s[f] === "boolean") $(f).checked = s[f];
 }
 
 // The panes as a URL fragment: JSON, UTF-8, base64url. Browsers never send
@@ -51,7 +54,8 @@ function status(text) {
 function render() {
   const command = COMMANDS[view]
     .replace("NAMESPACE", $("namespace").value || "default")
-    .replace("OPERATION", $("operation").value);
+    .replace("OPERATION", $("operation").value)
+    .replace("EXPAND", $("expand").checked ? " --expand" : "");
   $("command").textContent = "$ " + command;
   if (!result) return;
   if (result.error) {
@@ -127,6 +131,7 @@ async function start() {
     });
   }
   for (const f of fields) $(f).addEventListener("input", changed);
+  for (const f of flags) $(f).addEventListener("change", changed);
   $("share").addEventListener("click", share);
 
   let examples = [];
@@ -144,7 +149,7 @@ async function start() {
   $("example").addEventListener("change", () => {
     const example = examples[Number($("example").value)];
     if (!example) return;
-    setState({ mutators: example.mutators, objects: example.objects, namespace: "default", operation: "CREATE" });
+    setState({ mutators: example.mutators, objects: example.objects, namespace: "default", operation: "CREATE", expand: false });
     evaluate();
   });
 
