@@ -12,7 +12,7 @@ seconds="${1:-60}"
 shift || true
 targets=("$@")
 if [ "${#targets[@]}" -eq 0 ]; then
-    targets=(location loader compile engine admission external_data)
+    targets=(location loader compile engine admission external_data playground)
 fi
 cargo +nightly fuzz build || exit 1
 failed=()
