@@ -67,17 +67,26 @@ fn browser() -> Result<(), String> {
         );
     }
     eprintln!("browser suite: installing chromium and chromium-driver with apt-get");
-    let installed = Command::new("apt-get")
-        .args([
-            "install",
-            "-y",
-            "--no-install-recommends",
-            "chromium",
-            "chromium-driver",
-        ])
-        .env("DEBIAN_FRONTEND", "noninteractive")
-        .output()
-        .map_err(|e| format!("apt-get: {e}"))?;
+    let install = || {
+        Command::new("apt-get")
+            .args([
+                "install",
+                "-y",
+                "--no-install-recommends",
+                "chromium",
+                "chromium-driver",
+            ])
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .output()
+            .map_err(|e| format!("apt-get: {e}"))
+    };
+    let mut installed = install()?;
+    if !installed.status.success() {
+        // A fresh machine may have no package lists yet, as tests/k8s/node
+        // finds.
+        let _ = Command::new("apt-get").args(["update", "-qq"]).status();
+        installed = install()?;
+    }
     if !installed.status.success() || !found(CHROMIUM) || !found(CHROMEDRIVER) {
         return Err(format!(
             "apt-get install chromium chromium-driver failed: {}",
