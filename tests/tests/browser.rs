@@ -28,6 +28,7 @@ use std::time::{Duration, Instant};
 use fantoccini::{Client, ClientBuilder, Locator};
 use libtest_mimic::{Arguments, Failed, Trial};
 use sartor_tests::cluster::{Guarded, free_port};
+use sartor_tests::suite::eventually;
 use serde_json::{Value, json};
 
 const CHROMIUM: &str = "chromium";
@@ -223,24 +224,6 @@ fn playground_in(binary: &Path, dir: &Path) -> Result<PathBuf, String> {
     Ok(script)
 }
 
-/// Polls `check` until it is `Ok` or `timeout` passes (the last error).
-fn eventually<T>(
-    what: &str,
-    timeout: Duration,
-    mut check: impl FnMut() -> Result<T, String>,
-) -> Result<T, String> {
-    let start = Instant::now();
-    loop {
-        match check() {
-            Ok(value) => return Ok(value),
-            Err(error) if start.elapsed() > timeout => {
-                return Err(format!("{what}: not after {timeout:?}: {error}"));
-            }
-            Err(_) => std::thread::sleep(Duration::from_millis(100)),
-        }
-    }
-}
-
 struct Session<'a> {
     url: String,
     driver: String,
@@ -290,6 +273,7 @@ impl Session<'_> {
         let examples = self.cli_mutate(
             &value(client, "#mutators").await?,
             &value(client, "#objects").await?,
+            &[],
         )?;
         same("the examples' mutated objects", &out, &examples.0)?;
         self.screenshot(client, "examples").await?;
@@ -317,7 +301,7 @@ impl Session<'_> {
         same(
             "the typed mutator's result",
             &out,
-            &self.cli_mutate(DNS, &objects)?.0,
+            &self.cli_mutate(DNS, &objects, &[])?.0,
         )?;
 
         // An invalid location: the CLI's error, naming the pane's file.
@@ -329,7 +313,7 @@ impl Session<'_> {
         same(
             "the invalid location's error",
             &err,
-            &self.cli_mutate(BROKEN, &objects)?.1,
+            &self.cli_mutate(BROKEN, &objects, &[])?.1,
         )?;
         self.screenshot(client, "error").await?;
 
@@ -413,26 +397,21 @@ impl Session<'_> {
             text.contains("name: cart-pod")
         })
         .await?;
-        let printed = self.cli(&[
-            "mutate",
-            "-m",
-            "mutators.yaml",
-            "-n",
-            "default",
-            "--operation",
-            "CREATE",
-            "--expand",
-            "objects.yaml",
-        ])?;
+        let printed = self.cli_mutate(DNS, &objects, &["--expand"])?;
         same("the expanded result", &expanded, &printed.0)?;
         Ok(())
     }
 
     /// What `sartor mutate` prints (stdout, stderr) for the panes, written as
     /// the playground writes them.
-    fn cli_mutate(&self, mutators: &str, objects: &str) -> Result<(String, String), String> {
+    fn cli_mutate(
+        &self,
+        mutators: &str,
+        objects: &str,
+        extra: &[&str],
+    ) -> Result<(String, String), String> {
         self.write_panes(mutators, objects)?;
-        self.cli(&[
+        let mut args = vec![
             "mutate",
             "-m",
             "mutators.yaml",
@@ -440,8 +419,10 @@ impl Session<'_> {
             "default",
             "--operation",
             "CREATE",
-            "objects.yaml",
-        ])
+        ];
+        args.extend(extra);
+        args.push("objects.yaml");
+        self.cli(&args)
     }
 
     /// The panes as the files the playground writes.
