@@ -102,7 +102,7 @@ pub fn generated_sets_store_what_sartor_mutate_predicts(suite: &mut Suite) -> Re
     let plane = &suite.plane;
     let dir = plane.dir().join("export-proof");
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let mut proofs = vec![examples_proof()?, library_proof()?];
+    let mut proofs = vec![examples_proof()?, library_proof()?, docs_sidecar_proof()?];
     proofs.extend(
         generate::cases(seed, Mode::Normal, count)
             .map(|case| Proof::of(&case))
@@ -280,8 +280,21 @@ pub(crate) fn examples_proof() -> Result<Proof, String> {
 /// (tests/fixtures/export/gatekeeper-library), in a Namespace of their
 /// own.
 pub(crate) fn library_proof() -> Result<Proof, String> {
-    let dir = crate::repo().join("tests/fixtures/export/gatekeeper-library");
-    let name = "psp-library";
+    published_proof("gatekeeper-library", "psp-library")
+}
+
+/// The sidecar example of Gatekeeper's documentation (an element assigned
+/// whole, then its args merged: two passes), with Pods of ours
+/// (tests/fixtures/export/gatekeeper-docs).
+pub(crate) fn docs_sidecar_proof() -> Result<Proof, String> {
+    published_proof("gatekeeper-docs", "docs-sidecar")
+}
+
+/// A published set kept under tests/fixtures/export/`fixture`
+/// (`mutators.yaml`, `objects.yaml`), its objects in the Namespace `name`:
+/// it must export whole.
+fn published_proof(fixture: &str, name: &str) -> Result<Proof, String> {
+    let dir = crate::repo().join("tests/fixtures/export").join(fixture);
     let objects = sartor_tests::documents(&dir.join("objects.yaml"))?
         .into_iter()
         .map(|mut object| {
@@ -291,7 +304,7 @@ pub(crate) fn library_proof() -> Result<Proof, String> {
         .collect();
     let namespace = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
     Ok(Proof {
-        id: "gatekeeper-library".to_string(),
+        id: fixture.to_string(),
         mutators: sartor_tests::documents(&dir.join("mutators.yaml"))?,
         namespace: as_stored_namespace(namespace, name),
         objects,
