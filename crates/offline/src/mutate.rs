@@ -20,6 +20,7 @@ use crate::io::say;
 use crate::load::{self, namespace_name};
 use crate::{Exit, Io};
 
+mod suite;
 #[cfg(test)]
 mod tests;
 
@@ -71,7 +72,10 @@ pub struct MutateArgs {
     /// The admission operation to mutate for.
     #[arg(long, value_enum, default_value_t = Operation::Create)]
     operation: Operation,
-    /// Output format.
+    /// Output format: `yaml`, `json` (one object, or a `List`), or `suite`:
+    /// a `sartor test` suite with one case per input object (the object, and
+    /// what it became or the error it met), naming the mutators by the paths
+    /// given here, to keep what the preview shows as a test.
     #[arg(long, short = 'o', value_enum, default_value_t = Format::Yaml)]
     output: Format,
     /// Instead of the objects, print a unified diff of each object (as YAML)
@@ -129,6 +133,7 @@ pub struct MutateArgs {
 enum Format {
     Yaml,
     Json,
+    Suite,
 }
 
 /// Objects held from the first read of the inputs; a larger input is read a
@@ -193,6 +198,17 @@ pub fn run(args: &MutateArgs, io: &mut Io<'_>) -> anyhow::Result<Exit> {
         )?;
         return Ok(Exit::InvalidInput);
     }
+    let suite = if args.output == Format::Suite {
+        match suite::Suite::new(args, &repository) {
+            Ok(suite) => Some(suite),
+            Err(message) => {
+                say!(io, "error: {message}")?;
+                return Ok(Exit::InvalidInput);
+            }
+        }
+    } else {
+        None
+    };
     let expander = if args.expand {
         match repository.expander(!args.no_builtin_templates) {
             Ok(expander) => Some(expander),
@@ -213,6 +229,9 @@ pub fn run(args: &MutateArgs, io: &mut Io<'_>) -> anyhow::Result<Exit> {
     }
     let system = repository.system;
     let documents = repository.others;
+    // The Namespaces of --namespaces: an input of the same name does not
+    // replace them.
+    let given: HashSet<String> = namespaces.keys().cloned().collect();
     for document in &documents {
         if let Some(name) = namespace_name(&document.value) {
             namespaces
@@ -245,7 +264,7 @@ pub fn run(args: &MutateArgs, io: &mut Io<'_>) -> anyhow::Result<Exit> {
         system: &system,
         expander: expander.as_ref(),
         offline: &offline,
-        printer: Printer::new(args, io),
+        printer: Printer::new(args, io, suite, given),
         outcome: Exit::Ok,
         identities: HashMap::new(),
         unknown: HashSet::new(),
@@ -327,7 +346,7 @@ impl Objects<'_, '_> {
             self.warn_unknown_scope(document, placement)?;
         }
         let printer = &mut self.printer;
-        match mutated {
+        let failure = match mutated {
             Ok((object, mutation)) => {
                 if args.exit_code && object != document.value && self.outcome == Exit::Ok {
                     self.outcome = Exit::Changed;
@@ -367,18 +386,22 @@ impl Objects<'_, '_> {
                             }
                             printer.object(g.object)?;
                         }
+                        None
                     }
                     Err(message) => {
                         say!(printer, "error: {message}")?;
                         self.outcome = Exit::MutationFailed;
+                        Some(message)
                     }
                 }
             }
             Err(message) => {
                 say!(printer, "error: {message}")?;
                 self.outcome = Exit::MutationFailed;
+                Some(message)
             }
-        }
+        };
+        printer.case(document, failure.as_deref())?;
         Ok(())
     }
 
@@ -431,10 +454,19 @@ struct Printer<'p> {
     written: usize,
     /// JSON objects waiting for the end.
     held: Vec<Value>,
+    /// With `-o suite`, the suite being written.
+    suite: Option<suite::Suite>,
+    /// The names of the Namespaces given with --namespaces.
+    given: HashSet<String>,
 }
 
 impl<'p> Printer<'p> {
-    fn new(args: &MutateArgs, io: &'p mut Io<'_>) -> Printer<'p> {
+    fn new(
+        args: &MutateArgs,
+        io: &'p mut Io<'_>,
+        suite: Option<suite::Suite>,
+        given: HashSet<String>,
+    ) -> Printer<'p> {
         Printer {
             objects: (!args.explain && !args.diff).then_some(args.output),
             out: std::io::BufWriter::new(&mut *io.out),
@@ -442,6 +474,8 @@ impl<'p> Printer<'p> {
             colour: io.colour,
             written: 0,
             held: Vec::new(),
+            suite,
+            given,
         }
     }
 
@@ -454,6 +488,12 @@ impl<'p> Printer<'p> {
                 self.held.push(object);
                 Ok(())
             }
+            Some(Format::Suite) => {
+                if let Some(suite) = &mut self.suite {
+                    suite.object(object);
+                }
+                Ok(())
+            }
             Some(Format::Yaml) => {
                 if self.written > 0 {
                     self.out.write_all(b"---\n").context("writing to stdout")?;
@@ -464,6 +504,20 @@ impl<'p> Printer<'p> {
                     .write_all(text.as_bytes())
                     .context("writing to stdout")
             }
+        }
+    }
+
+    /// Ends the objects of `document` (with `-o suite`, its case):
+    /// `failure` is the message its mutation failed with.
+    ///
+    /// # Errors
+    /// The suite cannot take it.
+    fn case(&mut self, document: &Document, failure: Option<&str>) -> anyhow::Result<()> {
+        match &mut self.suite {
+            Some(suite) => suite
+                .case(document, failure, &self.given)
+                .map_err(anyhow::Error::msg),
+            None => Ok(()),
         }
     }
 
@@ -488,6 +542,11 @@ impl<'p> Printer<'p> {
     /// Prints what was held and flushes.
     fn finish(mut self) -> anyhow::Result<()> {
         use std::io::Write as _;
+        if let Some(suite) = &self.suite {
+            self.out
+                .write_all(suite.to_yaml()?.as_bytes())
+                .context("writing to stdout")?;
+        }
         if self.objects == Some(Format::Json) {
             let value = match self.held.as_slice() {
                 [one] => one.clone(),

@@ -4,15 +4,15 @@
 //!
 //! ```yaml
 //! mutators: [../mutators]              # files or directories, relative to this file
-//! namespaces: [../objects/namespace.yaml]  # optional: Namespace objects
+//! namespaces: [../objects/namespace.yaml]  # optional: Namespace objects (files, or inline)
 //! namespace: shop                      # optional: of objects without one (default: default)
 //! apiResources: [api-resources.txt]    # optional: `kubectl api-resources` output
 //! providerAnswers: [answers.yaml]      # optional: recorded provider answers
 //! cases:
 //! - name: pods pull through the mirror
 //!   operation: CREATE                  # optional, CREATE by default
-//!   input: ../objects/pod.yaml         # a file, or an inline object
-//!   expected: expected/pod.yaml        # a file, or an inline object
+//!   input: ../objects/pod.yaml         # a file, an inline object, or a list of them
+//!   expected: expected/pod.yaml        # a file, an inline object, or a list of them
 //! - name: a Deployment's Pod gets the defaults too
 //!   expand: true                       # optional: also what each input generates
 //!   input: ../objects/deployment.yaml
@@ -93,8 +93,10 @@ enum Format {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct Suite {
     mutators: Vec<String>,
+    /// Namespace objects for namespaceSelector: files (other documents in
+    /// them are ignored), or objects inline.
     #[serde(default)]
-    namespaces: Vec<String>,
+    namespaces: Vec<Objects>,
     /// The namespace of namespaced objects without `metadata.namespace`
     /// (`sartor mutate -n`); a case's own wins.
     #[serde(default)]
@@ -137,7 +139,7 @@ struct Case {
     providers: BTreeMap<String, ProviderResponse>,
 }
 
-/// Objects given as a file path or inline.
+/// Objects given as a file path, or inline: one object or a list of them.
 #[derive(Debug, Deserialize)]
 #[serde(untagged)]
 enum Objects {
@@ -323,16 +325,30 @@ fn run_suite(file: &Path, run: Option<&str>) -> SuiteResult {
     let not_objects = repository.not_object_findings(false);
     let (system, mut findings) = (repository.system, repository.findings);
     findings.extend(not_objects);
-    let namespaces = match read(&suite.namespaces.iter().map(relative).collect::<Vec<_>>()) {
-        Ok(documents) => documents
-            .into_iter()
-            .filter_map(|d| namespace_name(&d.value).map(|n| (n.to_string(), d.value.clone())))
-            .collect(),
-        Err(message) => {
-            result.problems.push(format!("namespaces: {message}"));
-            return result;
+    let mut namespaces = HashMap::new();
+    for entry in &suite.namespaces {
+        let documents = match entry {
+            Objects::File(path) => read(&[relative(path)]),
+            Objects::Inline(_) => objects(entry, dir).and_then(|documents| {
+                match documents
+                    .iter()
+                    .find(|d| namespace_name(&d.value).is_none())
+                {
+                    Some(other) => Err(format!("{}: not a v1 Namespace", other.origin)),
+                    None => Ok(documents),
+                }
+            }),
+        };
+        match documents {
+            Ok(documents) => namespaces.extend(documents.into_iter().filter_map(|d| {
+                namespace_name(&d.value).map(|n| (n.to_string(), d.value.clone()))
+            })),
+            Err(message) => {
+                result.problems.push(format!("namespaces: {message}"));
+                return result;
+            }
         }
-    };
+    }
     if !findings.is_empty() {
         result.problems = findings.iter().map(ToString::to_string).collect();
         return result;
@@ -494,14 +510,12 @@ fn run_case(case: &Case, dir: &Path, setting: &Setting<'_>) -> Result<(), String
 fn objects(objects: &Objects, dir: &Path) -> Result<Vec<Document>, String> {
     let documents = match objects {
         Objects::File(path) => read(&[dir.join(path).display().to_string()])?,
-        Objects::Inline(value) => vec![Document {
-            origin: sartor_api::Origin {
-                file: "inline".into(),
-                document: Some(1),
-                item: None,
-            },
-            value: value.clone(),
-        }],
+        Objects::Inline(Value::Array(items)) => items
+            .iter()
+            .enumerate()
+            .map(|(i, value)| inline(i + 1, value))
+            .collect(),
+        Objects::Inline(value) => vec![inline(1, value)],
     };
     for document in &documents {
         if let Some(problem) = load::object_problem(&document.value) {
@@ -512,6 +526,18 @@ fn objects(objects: &Objects, dir: &Path) -> Result<Vec<Document>, String> {
         }
     }
     Ok(documents)
+}
+
+/// The `n`th object written inline in a suite.
+fn inline(n: usize, value: &Value) -> Document {
+    Document {
+        origin: sartor_api::Origin {
+            file: "inline".into(),
+            document: Some(n),
+            item: None,
+        },
+        value: value.clone(),
+    }
 }
 
 fn read(paths: &[String]) -> Result<Vec<Document>, String> {

@@ -1215,3 +1215,165 @@ fn the_namespace_of_n_is_checked_and_names_objects_without_one() {
         )
     );
 }
+
+#[test]
+fn suite_output_is_a_test_suite_of_what_was_previewed() {
+    let namespace =
+        "apiVersion: v1\nkind: Namespace\nmetadata: {name: shop, labels: {env: prod}}\n";
+    let elsewhere = POD.replace("namespace: shop", "namespace: other");
+    let dir = scratch(
+        "suite-output",
+        &[
+            ("mutators/pull.yaml", PULL),
+            ("mutators/tier.yaml", PROD_ONLY),
+            (
+                "objects.yaml",
+                &format!("{namespace}---\n{POD}---\n{elsewhere}"),
+            ),
+        ],
+    );
+    let Ran { exit, out, err } = run_mutate(
+        &dir,
+        &["-m", "mutators", "-o", "suite", "objects.yaml"],
+        "",
+    );
+    // The Pod of an undescribed namespace fails, as without -o suite; its
+    // case expects that error.
+    let failure = "v1 Pod other/web: AssignMetadata tier: its namespaceSelector needs the labels of Namespace \"other\", which was not provided; pass the Namespace object with --namespaces";
+    assert_eq!(
+        (exit, err),
+        (
+            Exit::MutationFailed,
+            format!("error: objects.yaml: document 3: {failure}\n")
+        )
+    );
+    assert_eq!(
+        out,
+        format!(
+            "\
+# A sartor test suite written by `sartor mutate -o suite`: each case is an
+# input object and what sartor mutate made of it. Paths are as sartor mutate
+# was given them: save this file in the directory it ran in, with a name
+# ending in .sartor-test.yaml, and run `sartor test` on it there.
+mutators:
+- mutators
+- objects.yaml
+namespaces:
+- apiVersion: v1
+  kind: Namespace
+  metadata:
+    labels:
+      env: prod
+    name: shop
+namespace: default
+cases:
+- name: \"v1 Namespace shop (objects.yaml: document 1)\"
+  operation: CREATE
+  input:
+    apiVersion: v1
+    kind: Namespace
+    metadata:
+      labels:
+        env: prod
+      name: shop
+  expected:
+    apiVersion: v1
+    kind: Namespace
+    metadata:
+      labels:
+        env: prod
+        tier: gold
+      name: shop
+- name: \"v1 Pod shop/web (objects.yaml: document 2)\"
+  operation: CREATE
+  input:
+    apiVersion: v1
+    kind: Pod
+    metadata:
+      name: web
+      namespace: shop
+    spec:
+      containers:
+      - image: nginx
+        name: app
+  expected:
+    apiVersion: v1
+    kind: Pod
+    metadata:
+      labels:
+        tier: gold
+      name: web
+      namespace: shop
+    spec:
+      containers:
+      - image: nginx
+        imagePullPolicy: Always
+        name: app
+- name: \"v1 Pod other/web (objects.yaml: document 3)\"
+  operation: CREATE
+  input:
+    apiVersion: v1
+    kind: Pod
+    metadata:
+      name: web
+      namespace: other
+    spec:
+      containers:
+      - image: nginx
+        name: app
+  expectedError: \"{}\"
+",
+            failure.replace('"', "\\\"")
+        )
+    );
+    // Kept as a suite beside the files, it passes.
+    std::fs::write(dir.join("kept.sartor-test.yaml"), &out).unwrap();
+    let Ran { exit, out, err } = run_test(&dir, &["kept.sartor-test.yaml"]);
+    assert_eq!((exit, err.as_str()), (Exit::Ok, ""), "{out}");
+    assert!(out.ends_with("3 passed, 0 failed\n"), "{out}");
+}
+
+#[test]
+fn suite_output_refuses_what_a_suite_cannot_name() {
+    let dir = scratch("suite-refusals", &[("pull.yaml", PULL), ("pod.yaml", POD)]);
+    for (args, stdin, message) in [
+        (
+            &["-m", "pull.yaml", "-o", "suite", "--diff", "pod.yaml"][..],
+            "",
+            "-o suite writes the objects as a test suite; it cannot be combined with --diff or --explain",
+        ),
+        (
+            &["-m", "-", "-o", "suite", "pod.yaml"][..],
+            PULL,
+            "-o suite names the mutators by path: a suite cannot name standard input; put the mutators, ExpansionTemplates and Providers in a file",
+        ),
+        (
+            &["-o", "suite", "-"][..],
+            &format!("{PULL}---\n{POD}"),
+            "-o suite names the mutators by path: a suite cannot name standard input; put the mutators, ExpansionTemplates and Providers in a file",
+        ),
+        (
+            &["-m", "pull.yaml", "-o", "suite", "--expand", "--no-builtin-templates", "pod.yaml"][..],
+            "",
+            "-o suite: a test suite always expands with the built-in templates; leave out --no-builtin-templates",
+        ),
+    ] {
+        let ran = run_mutate(&dir, args, stdin);
+        assert_eq!(
+            ran,
+            Ran {
+                exit: Exit::InvalidInput,
+                out: String::new(),
+                err: format!("error: {message}\n"),
+            },
+            "{args:?}"
+        );
+    }
+    // Objects on standard input are written inline.
+    let Ran { exit, out, .. } = run_mutate(&dir, &["-m", "pull.yaml", "-o", "suite"], POD);
+    assert_eq!(exit, Exit::Ok);
+    assert!(
+        out.contains("mutators:\n- pull.yaml\nnamespace: default\ncases:\n- name: \"v1 Pod shop/web (<stdin>: document 1)\"\n"),
+        "{out}"
+    );
+}

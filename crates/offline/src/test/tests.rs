@@ -254,3 +254,48 @@ cases:
         )
     );
 }
+
+#[test]
+fn inline_objects_may_be_a_list_and_inline_namespaces_serve_selectors() {
+    let suite = "mutators: [mutators]
+namespaces:
+- {apiVersion: v1, kind: Namespace, metadata: {name: shop, labels: {env: prod}}}
+cases:
+- name: two Pods inline, labelled from the inline Namespace
+  input:
+  - {apiVersion: v1, kind: Pod, metadata: {name: a, namespace: shop}}
+  - {apiVersion: v1, kind: Pod, metadata: {name: b, namespace: shop}}
+  expected:
+  - {apiVersion: v1, kind: Pod, metadata: {name: a, namespace: shop, labels: {tier: gold}}}
+  - {apiVersion: v1, kind: Pod, metadata: {name: b, namespace: shop, labels: {tier: gold}}}
+";
+    let dir = scratch(
+        "suite-inline",
+        &[
+            ("mutators/tier.yaml", crate::testing::PROD_ONLY),
+            ("s.sartor-test.yaml", suite),
+            (
+                "bad.sartor-test.yaml",
+                &suite.replace("kind: Namespace", "kind: ConfigMap"),
+            ),
+        ],
+    );
+    let Ran { exit, out, err } = run_test(&dir, &["s.sartor-test.yaml"]);
+    assert_eq!(
+        (exit, out.as_str(), err.as_str()),
+        (
+            Exit::Ok,
+            "PASS s.sartor-test.yaml: two Pods inline, labelled from the inline Namespace\n1 passed, 0 failed\n",
+            ""
+        )
+    );
+    // Inline, anything but a Namespace is a mistake.
+    let Ran { exit, err, .. } = run_test(&dir, &["bad.sartor-test.yaml"]);
+    assert_eq!(
+        (exit, err.as_str()),
+        (
+            Exit::InvalidInput,
+            "error: bad.sartor-test.yaml: namespaces: inline: document 1: not a v1 Namespace\n"
+        )
+    );
+}
