@@ -30,12 +30,28 @@ fuzz_target!(|data: &[u8]| {
                 namespace: "default".to_string(),
                 operation: "CREATE".to_string(),
                 expand: first % 4 == 3,
+                api_resources: String::new(),
+                username: String::new(),
             }
         }
     };
     match evaluate(&input) {
         Ok(output) => {
-            for run in [output.mutate, output.diff, output.explain, output.lint, output.export] {
+            // A finding's line is a line of the pane.
+            let last = input.mutators.matches('\n').count() + 1;
+            for problem in &output.problems {
+                if let Some(line) = problem.line {
+                    assert!((1..=last).contains(&line), "{problem:?} past line {last}");
+                }
+            }
+            for run in [
+                output.mutate,
+                output.diff,
+                output.explain,
+                output.suite,
+                output.lint,
+                output.export,
+            ] {
                 assert!(run.exit <= 2, "exit {}: {}", run.exit, run.err);
             }
         }

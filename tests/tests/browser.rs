@@ -8,8 +8,10 @@
 //!
 //! The trial loads the page and its examples, loads one example, edits a
 //! mutator and sees the result follow, types an invalid location and sees
-//! the CLI's error for it, opens a share link in a fresh browser profile and
-//! gets the same panes, reads the exported policy and the Pod a Deployment
+//! the CLI's error for it and lint's finding marked at its line, opens a
+//! share link in a fresh browser profile and
+//! gets the same panes, keeps what is shown as a test suite that `sartor
+//! test` passes, reads the exported policy and the Pod a Deployment
 //! creates (`--expand`); each view is compared
 //! with what the binary prints for the same files. Screenshots go to
 //! `$CARGO_TARGET_TMPDIR/playground/`.
@@ -315,6 +317,41 @@ impl Session<'_> {
             &err,
             &self.cli_mutate(BROKEN, &objects, &[])?.1,
         )?;
+        // ... and lint's finding at its line: line 10, `location:`,
+        // marked beside the pane and listed; choosing it selects the line.
+        let listed = until(client, "#problems", "the finding by line", |text| {
+            text.contains("line 10: error: document 1: Assign broken: spec.location: invalid location")
+        })
+        .await?;
+        let marked = client
+            .find(Locator::Css("#mutators-lines span.error"))
+            .await
+            .map_err(|e| format!("the marked line: {e}"))?
+            .attr("data-line")
+            .await
+            .map_err(|e| e.to_string())?;
+        same("the marked line", marked.as_deref().unwrap_or_default(), "10")?;
+        client
+            .find(Locator::Css("#problems button"))
+            .await
+            .map_err(|e| e.to_string())?
+            .click()
+            .await
+            .map_err(|e| e.to_string())?;
+        let selected = client
+            .execute(
+                "const a = document.getElementById('mutators'); \
+                 return a.value.substring(a.selectionStart, a.selectionEnd);",
+                vec![],
+            )
+            .await
+            .map_err(|e| e.to_string())?;
+        same(
+            "the line the finding selects",
+            selected.as_str().unwrap_or_default(),
+            "  location: \"spec.containers[name: foo.image\"",
+        )?;
+        eprintln!("browser suite: listed {listed:?}");
         self.screenshot(client, "error").await?;
 
         // The share link, opened in a fresh profile: the same panes.
@@ -352,6 +389,31 @@ impl Session<'_> {
         .await;
         let _ = second.close().await;
         shared?;
+
+        // The test suite of what is shown: the CLI's, and it passes.
+        client
+            .find(Locator::Css("#tab-suite"))
+            .await
+            .map_err(|e| e.to_string())?
+            .click()
+            .await
+            .map_err(|e| e.to_string())?;
+        let suite = until(client, "#out", "the test suite", |text| {
+            text.contains("cases:") && text.contains("dnsPolicy: None")
+        })
+        .await?;
+        same(
+            "the test suite",
+            &suite,
+            &self.cli_mutate(DNS, &objects, &["-o", "suite"])?.0,
+        )?;
+        std::fs::write(self.files.join("page.sartor-test.yaml"), &suite)
+            .map_err(|e| e.to_string())?;
+        let tested = self.cli(&["test", "page.sartor-test.yaml"])?;
+        if !tested.0.ends_with(" passed, 0 failed\n") {
+            return Err(format!("the page's suite fails:\n{}{}", tested.0, tested.1));
+        }
+        self.screenshot(client, "suite").await?;
 
         // The exported policy, and the tabs by keyboard.
         let tab = client

@@ -40,6 +40,8 @@ fn the_playground_answers_what_the_binary_prints_for_generated_sets() {
                 namespace: "default".to_string(),
                 operation: operation.to_string(),
                 expand: false,
+                api_resources: String::new(),
+                username: String::new(),
             };
             let page = evaluate(&input).expect("the playground evaluates");
             std::fs::write(dir.path().join("mutators.yaml"), &input.mutators).expect("written");
@@ -62,6 +64,7 @@ fn the_playground_answers_what_the_binary_prints_for_generated_sets() {
                 ("mutate", &page.mutate, mutate(&[])),
                 ("diff", &page.diff, mutate(&["--diff"])),
                 ("explain", &page.explain, mutate(&["--explain"])),
+                ("suite", &page.suite, mutate(&["-o", "suite"])),
                 (
                     "lint",
                     &page.lint,
@@ -83,6 +86,37 @@ fn the_playground_answers_what_the_binary_prints_for_generated_sets() {
                     "{}: the {view} view differs from the binary's output\nmutators:\n{}\nobjects:\n{}",
                     case.id, input.mutators, input.objects
                 );
+            }
+            // The suite keeps what the preview showed: saved beside the
+            // panes, every case passes.
+            if page.suite.exit != 2 {
+                std::fs::write(dir.path().join("page.sartor-test.yaml"), &page.suite.out)
+                    .expect("written");
+                let tested = cli(binary, dir.path(), &["test", "page.sartor-test.yaml"]);
+                assert!(
+                    tested.exit == 0 && tested.out.ends_with(" passed, 0 failed\n"),
+                    "{}: the page's suite fails:\n{}{}\nsuite:\n{}",
+                    case.id,
+                    tested.out,
+                    tested.err,
+                    page.suite.out
+                );
+            }
+            // Each finding is marked at a line of the pane; one naming
+            // spec.location at the location's line.
+            let lines: Vec<&str> = input.mutators.lines().collect();
+            for problem in &page.problems {
+                let Some(line) = problem.line else { continue };
+                let text = lines
+                    .get(line - 1)
+                    .unwrap_or_else(|| panic!("{}: {problem:?} is past the pane's end", case.id));
+                if problem.text.contains(": spec.location: ") {
+                    assert!(
+                        text.trim_start().starts_with("location:"),
+                        "{}: {problem:?} is marked at {text:?}",
+                        case.id
+                    );
+                }
             }
         }
     }

@@ -2,23 +2,26 @@
 //! from the binary (its HTML, CSS and script embedded: nothing to build,
 //! nothing fetched) takes mutators and objects as YAML, and shows what the
 //! CLI would print for them: the mutated objects, the diff, the explain
-//! trace, `sartor lint`'s findings and `sartor export map`'s policy.
+//! trace, `sartor lint`'s findings, `sartor export map`'s policy, and a
+//! `sartor test` suite that keeps what is shown (`sartor mutate -o suite`).
 //!
 //! ```text
-//!  page ──POST /api/evaluate {mutators, objects, namespace, operation}──▶ evaluate
+//!  page ──POST /api/evaluate {mutators, objects, apiResources, namespace, ...}──▶ evaluate
 //!        each pane a file in a directory of the request's own
 //!        ──▶ sartor_offline::{mutate, lint, export}::run (the CLI's entry points)
-//!        ◀── {mutate, diff, explain, lint, export}: each {exit, out, err}
+//!        ◀── {mutate, diff, explain, suite, lint, export}: each {exit, out, err}
 //! ```
 //!
 //! There is no second mutate path: [`evaluate`] parses the CLI's own flags
 //! and calls the CLI's own `run` functions, so the page shows exactly what
 //! `sartor mutate`, `sartor lint` and `sartor export map` print, errors
-//! included (files named `mutators.yaml` and `objects.yaml`). Input is
+//! included (files named `mutators.yaml`, `objects.yaml` and
+//! `api-resources.txt`). Input is
 //! untrusted: each pane is bounded ([`MAX_PANE_BYTES`]), a request names no
 //! file, and evaluations run one at a time on blocking threads.
 
 mod examples;
+mod lines;
 mod server;
 #[cfg(test)]
 mod tests;
@@ -47,6 +50,11 @@ pub struct Input {
     /// `namespaceSelector` its labels, CRDs their kinds' scope.
     #[serde(default)]
     pub objects: String,
+    /// `--api-resources`: `kubectl api-resources` output of the cluster the
+    /// objects go to, for the scope of kinds neither built in nor defined by
+    /// a CRD among the objects; empty for none.
+    #[serde(default)]
+    pub api_resources: String,
     /// `-n`: the namespace of namespaced objects without one.
     #[serde(default = "default_namespace")]
     pub namespace: String,
@@ -57,6 +65,9 @@ pub struct Input {
     /// mutated as `source: Generated`.
     #[serde(default)]
     pub expand: bool,
+    /// `--username`: the requesting user (externalData's `Username`).
+    #[serde(default)]
+    pub username: String,
 }
 
 fn default_namespace() -> String {
@@ -89,10 +100,27 @@ pub struct Output {
     pub diff: Run,
     /// The same with `--explain`.
     pub explain: Run,
+    /// The same with `-o suite`: a `sartor test` suite of what is shown.
+    pub suite: Run,
     /// `sartor lint --export-map mutators.yaml`.
     pub lint: Run,
     /// `sartor export map mutators.yaml`.
     pub export: Run,
+    /// The findings of `lint` about the mutators pane, each with the line
+    /// it points at (from `sartor lint -o json`), for the page to mark.
+    pub problems: Vec<Problem>,
+}
+
+/// A lint finding about the mutators pane, placed at its line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Problem {
+    /// The line (from 1) of the field the finding names, else of its
+    /// document; `None` when the pane's text does not say.
+    pub line: Option<usize>,
+    /// `error`, `warning` or `info`.
+    pub severity: String,
+    /// The finding as `sartor lint` words it: `document N: Kind name: ...`.
+    pub text: String,
 }
 
 /// Why an input was not evaluated.
@@ -114,8 +142,8 @@ pub enum Refused {
 }
 
 /// What `sartor mutate`, `lint` and `export map` print for `input`, each
-/// run with the CLI's flags on the panes written as `mutators.yaml` and
-/// `objects.yaml` (the names their messages use).
+/// run with the CLI's flags on the panes written as `mutators.yaml`,
+/// `objects.yaml` and `api-resources.txt` (the names their messages use).
 ///
 /// # Errors
 /// A pane past [`MAX_PANE_BYTES`], or no scratch directory.
@@ -123,8 +151,10 @@ pub fn evaluate(input: &Input) -> Result<Output, Refused> {
     for (pane, text) in [
         ("mutators", &input.mutators),
         ("objects", &input.objects),
+        ("api-resources", &input.api_resources),
         ("namespace", &input.namespace),
         ("operation", &input.operation),
+        ("username", &input.username),
     ] {
         if text.len() > MAX_PANE_BYTES {
             return Err(Refused::TooLarge {
@@ -144,18 +174,26 @@ pub fn evaluate(input: &Input) -> Result<Output, Refused> {
     };
     let mutators = write("mutators.yaml", &input.mutators)?;
     let objects = write("objects.yaml", &input.objects)?;
-    let context = [
+    let mut context = vec![
         "-n",
         input.namespace.as_str(),
         "--operation",
         input.operation.as_str(),
     ];
+    if !input.username.is_empty() {
+        context.extend(["--username", input.username.as_str()]);
+    }
+    let api_resources;
+    if !input.api_resources.trim().is_empty() {
+        api_resources = write("api-resources.txt", &input.api_resources)?;
+        context.extend(["--api-resources", api_resources.as_str()]);
+    }
+    if input.expand {
+        context.push("--expand");
+    }
     let preview = |extra: &[&str]| {
         let mut argv = vec!["mutate", "-m", mutators.as_str()];
-        argv.extend(context);
-        if input.expand {
-            argv.push("--expand");
-        }
+        argv.extend(&context);
         argv.extend(extra);
         argv.push(objects.as_str());
         run_mutate(&argv, dir.path())
@@ -164,9 +202,66 @@ pub fn evaluate(input: &Input) -> Result<Output, Refused> {
         mutate: preview(&[]),
         diff: preview(&["--diff"]),
         explain: preview(&["--explain"]),
+        suite: preview(&["-o", "suite"]),
         lint: run_lint(&["lint", "--export-map", &mutators], dir.path()),
+        problems: problems(
+            &input.mutators,
+            &run_lint(
+                &["lint", "--export-map", "-o", "json", &mutators],
+                dir.path(),
+            ),
+        ),
         export: run_export(&["export", "map", &mutators], dir.path()),
     })
+}
+
+/// The findings of `lint` (its JSON) about `mutators.yaml`, whose text is
+/// `pane`, each at its line.
+fn problems(pane: &str, lint: &Run) -> Vec<Problem> {
+    let Ok(report) = serde_json::from_str::<serde_json::Value>(&lint.out) else {
+        return Vec::new();
+    };
+    let lines = lines::Lines::of(pane);
+    let text = |finding: &serde_json::Value, key: &str| {
+        finding
+            .get(key)
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_string)
+    };
+    let number = |finding: &serde_json::Value, key: &str| {
+        finding
+            .get(key)
+            .and_then(serde_json::Value::as_u64)
+            .and_then(|n| usize::try_from(n).ok())
+    };
+    report
+        .get("findings")
+        .and_then(serde_json::Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|finding| text(finding, "file").as_deref() == Some("mutators.yaml"))
+        .map(|finding| {
+            let message = text(finding, "message").unwrap_or_default();
+            let document = number(finding, "document");
+            let item = number(finding, "item");
+            let line = lines::yaml_error_line(&message)
+                .or_else(|| document.and_then(|document| lines.line(document, item, &message)));
+            let mut words = Vec::new();
+            if let Some(document) = document {
+                words.push(match item {
+                    Some(item) => format!("document {document}, item {item}"),
+                    None => format!("document {document}"),
+                });
+            }
+            words.extend(text(finding, "subject"));
+            words.push(message);
+            Problem {
+                line,
+                severity: text(finding, "severity").unwrap_or_default(),
+                text: words.join(": "),
+            }
+        })
+        .collect()
 }
 
 /// `sartor mutate`'s flags, parsed as the binary parses them.

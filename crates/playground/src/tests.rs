@@ -43,6 +43,8 @@ fn all_examples() -> Input {
         namespace: "default".to_string(),
         operation: "CREATE".to_string(),
         expand: false,
+        api_resources: String::new(),
+        username: String::new(),
     }
 }
 

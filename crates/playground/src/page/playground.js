@@ -3,16 +3,17 @@
 "use strict";
 
 const COMMANDS = {
-  mutate: "sartor mutate -m mutators.yaml -n NAMESPACE --operation OPERATIONEXPAND objects.yaml",
-  diff: "sartor mutate -m mutators.yaml -n NAMESPACE --operation OPERATIONEXPAND --diff objects.yaml",
-  explain: "sartor mutate -m mutators.yaml -n NAMESPACE --operation OPERATIONEXPAND --explain objects.yaml",
+  mutate: "sartor mutate -m mutators.yaml CONTEXT objects.yaml",
+  diff: "sartor mutate -m mutators.yaml CONTEXT --diff objects.yaml",
+  explain: "sartor mutate -m mutators.yaml CONTEXT --explain objects.yaml",
+  suite: "sartor mutate -m mutators.yaml CONTEXT -o suite objects.yaml",
   lint: "sartor lint --export-map mutators.yaml",
   export: "sartor export map mutators.yaml",
 };
 const DEBOUNCE_MS = 300;
 
 const $ = (id) => document.getElementById(id);
-const fields = ["mutators", "objects", "namespace", "operation"];
+const fields = ["mutators", "objects", "apiResources", "namespace", "operation", "username"];
 const flags = ["expand"];
 let view = "mutate";
 let result = null;
@@ -51,13 +52,73 @@ function status(text) {
   $("status").textContent = text;
 }
 
+// The flags the context adds to sartor mutate, as the server passes them.
+function contextFlags() {
+  let flags = "-n " + ($("namespace").value || "default") + " --operation " + $("operation").value;
+  if ($("username").value) flags += " --username " + $("username").value;
+  if ($("apiResources").value.trim()) flags += " --api-resources api-resources.txt";
+  if ($("expand").checked) flags += " --expand";
+  return flags;
+}
+
+// Line numbers beside the mutators, each finding's line marked.
+function renderLines() {
+  const count = $("mutators").value.split("\n").length;
+  const marks = new Map();
+  for (const p of (result && result.problems) || []) {
+    if (p.line && marks.get(p.line) !== "error") marks.set(p.line, p.severity);
+  }
+  const gutter = $("mutators-lines");
+  gutter.replaceChildren();
+  for (let line = 1; line <= count; line++) {
+    const span = document.createElement("span");
+    const mark = marks.get(line);
+    span.textContent = (mark ? "● " : "") + line + "\n";
+    if (mark) {
+      span.className = mark;
+      span.dataset.line = String(line);
+    }
+    gutter.appendChild(span);
+  }
+  gutter.scrollTop = $("mutators").scrollTop;
+}
+
+// Selects line `line` of the mutators pane and shows it.
+function goToLine(line) {
+  const text = $("mutators").value;
+  let start = 0;
+  for (let i = 1; i < line && start !== -1; i++) start = text.indexOf("\n", start) + 1 || -1;
+  if (start === -1) return;
+  const end = text.indexOf("\n", start);
+  const area = $("mutators");
+  area.focus();
+  area.setSelectionRange(start, end === -1 ? text.length : end);
+  const height = area.scrollHeight / text.split("\n").length;
+  area.scrollTop = Math.max(0, (line - 3) * height);
+}
+
+function renderProblems() {
+  const list = $("problems");
+  list.replaceChildren();
+  for (const p of (result && result.problems) || []) {
+    const item = document.createElement("li");
+    item.className = p.severity;
+    const button = document.createElement("button");
+    button.type = "button";
+    button.textContent = (p.line ? "line " + p.line + ": " : "") + p.severity + ": " + p.text;
+    if (p.line) button.addEventListener("click", () => goToLine(p.line));
+    else button.disabled = true;
+    item.appendChild(button);
+    list.appendChild(item);
+  }
+}
+
 function render() {
-  const command = COMMANDS[view]
-    .replace("NAMESPACE", $("namespace").value || "default")
-    .replace("OPERATION", $("operation").value)
-    .replace("EXPAND", $("expand").checked ? " --expand" : "");
+  const command = COMMANDS[view].replace("CONTEXT", contextFlags());
   $("command").textContent = "$ " + command;
+  renderLines();
   if (!result) return;
+  renderProblems();
   if (result.error) {
     $("err").textContent = result.error;
     $("out").textContent = "";
@@ -131,6 +192,10 @@ async function start() {
     });
   }
   for (const f of fields) $(f).addEventListener("input", changed);
+  $("mutators").addEventListener("input", renderLines);
+  $("mutators").addEventListener("scroll", () => {
+    $("mutators-lines").scrollTop = $("mutators").scrollTop;
+  });
   for (const f of flags) $(f).addEventListener("change", changed);
   $("share").addEventListener("click", share);
 
@@ -149,7 +214,7 @@ async function start() {
   $("example").addEventListener("change", () => {
     const example = examples[Number($("example").value)];
     if (!example) return;
-    setState({ mutators: example.mutators, objects: example.objects, namespace: "default", operation: "CREATE", expand: false });
+    setState({ mutators: example.mutators, objects: example.objects, apiResources: "", namespace: "default", operation: "CREATE", username: "", expand: false });
     evaluate();
   });
 
