@@ -32,6 +32,7 @@ fuzz_target!(|data: &[u8]| {
                 expand: first % 4 == 3,
                 api_resources: String::new(),
                 username: String::new(),
+                namespace_labels: String::new(),
             }
         }
     };

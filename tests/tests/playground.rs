@@ -42,6 +42,7 @@ fn the_playground_answers_what_the_binary_prints_for_generated_sets() {
                 expand: false,
                 api_resources: String::new(),
                 username: String::new(),
+                namespace_labels: String::new(),
             };
             let page = evaluate(&input).expect("the playground evaluates");
             std::fs::write(dir.path().join("mutators.yaml"), &input.mutators).expect("written");

@@ -58,6 +58,12 @@ pub struct Input {
     /// `-n`: the namespace of namespaced objects without one.
     #[serde(default = "default_namespace")]
     pub namespace: String,
+    /// The labels of that namespace, `key=value` pairs separated by commas
+    /// or lines: given, the namespace is written as a Namespace object
+    /// (`--namespaces namespace.yaml`), which a Namespace of the same name
+    /// among the objects does not replace.
+    #[serde(default)]
+    pub namespace_labels: String,
     /// `--operation`: `CREATE`, `UPDATE`, `DELETE` or `CONNECT`.
     #[serde(default = "default_operation")]
     pub operation: String,
@@ -136,6 +142,9 @@ pub enum Refused {
         /// Its size.
         bytes: usize,
     },
+    /// A namespace label that is not `key=value`.
+    #[error("the namespace labels are key=value pairs separated by commas; {0:?} has no '='")]
+    Label(String),
     /// The request's directory could not be made or written.
     #[error("the playground could not write the panes to a scratch directory: {0}")]
     Scratch(String),
@@ -153,6 +162,7 @@ pub fn evaluate(input: &Input) -> Result<Output, Refused> {
         ("objects", &input.objects),
         ("api-resources", &input.api_resources),
         ("namespace", &input.namespace),
+        ("namespace labels", &input.namespace_labels),
         ("operation", &input.operation),
         ("username", &input.username),
     ] {
@@ -182,6 +192,11 @@ pub fn evaluate(input: &Input) -> Result<Output, Refused> {
     ];
     if !input.username.is_empty() {
         context.extend(["--username", input.username.as_str()]);
+    }
+    let namespaces;
+    if let Some(namespace) = namespace_object(&input.namespace, &input.namespace_labels)? {
+        namespaces = write("namespace.yaml", &namespace)?;
+        context.extend(["--namespaces", namespaces.as_str()]);
     }
     let api_resources;
     if !input.api_resources.trim().is_empty() {
@@ -213,6 +228,31 @@ pub fn evaluate(input: &Input) -> Result<Output, Refused> {
         ),
         export: run_export(&["export", "map", &mutators], dir.path()),
     })
+}
+
+/// The Namespace `namespace` with `labels` (`key=value, ...`), as a file's
+/// text; `None` without labels.
+fn namespace_object(namespace: &str, labels: &str) -> Result<Option<String>, Refused> {
+    let mut map = serde_json::Map::new();
+    for pair in labels
+        .split([',', '\n'])
+        .map(str::trim)
+        .filter(|pair| !pair.is_empty())
+    {
+        let (key, value) = pair
+            .split_once('=')
+            .ok_or_else(|| Refused::Label(pair.to_string()))?;
+        map.insert(key.trim().to_string(), value.trim().into());
+    }
+    if map.is_empty() {
+        return Ok(None);
+    }
+    let namespace = serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": namespace, "labels": map},
+    });
+    Ok(Some(format!("{namespace}\n")))
 }
 
 /// The findings of `lint` (its JSON) about `mutators.yaml`, whose text is

@@ -45,6 +45,7 @@ fn all_examples() -> Input {
         expand: false,
         api_resources: String::new(),
         username: String::new(),
+        namespace_labels: String::new(),
     }
 }
 
@@ -365,4 +366,101 @@ fn the_server_refuses_what_it_must_not_answer() {
         ),
     );
     assert_eq!(status, "HTTP/1.1 200 OK");
+}
+
+/// A label set in namespaces labelled `env: prod`: whether it applies is
+/// the context's to say (the namespace, its labels, a custom kind's scope).
+const CONTEXT_MUTATORS: &str = "\
+apiVersion: mutations.sartor.dev/v1
+kind: AssignMetadata
+metadata: {name: tier}
+spec:
+  match: {namespaceSelector: {matchLabels: {env: prod}}}
+  location: metadata.labels.tier
+  parameters: {assign: {value: gold}}
+";
+
+#[test]
+fn the_context_is_the_clis_flags() {
+    let pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\n";
+    let widget = "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\n";
+    let input = Input {
+        mutators: CONTEXT_MUTATORS.to_string(),
+        objects: format!("{pod}---\n{widget}"),
+        namespace: "shop".to_string(),
+        namespace_labels: "env=prod, team = checkout".to_string(),
+        api_resources: concat!(
+            "NAME      SHORTNAMES   APIVERSION       NAMESPACED   KIND\n",
+            "widgets   wd           example.com/v1   true         Widget\n",
+        )
+        .to_string(),
+        username: "alice".to_string(),
+        ..all_examples()
+    };
+    let output = evaluate(&input).unwrap();
+    // The Pod and the Widget are both namespaced in shop, whose labels
+    // select them; without labels, the namespace is unknown.
+    assert_eq!((output.mutate.exit, output.mutate.err.as_str()), (0, ""));
+    assert_eq!(
+        output.mutate.out,
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  labels:\n    tier: gold\n  name: web\n---\n\
+         apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  labels:\n    tier: gold\n  name: w\n"
+    );
+    assert!(
+        output
+            .suite
+            .out
+            .contains("namespaces:\n- namespace.yaml\nnamespace: shop\n"),
+        "{}",
+        output.suite.out
+    );
+    assert!(
+        output.suite.out.contains("  username: alice\n"),
+        "{}",
+        output.suite.out
+    );
+    assert!(
+        output
+            .suite
+            .out
+            .contains("apiResources:\n- api-resources.txt\n"),
+        "{}",
+        output.suite.out
+    );
+    let unlabelled = evaluate(&Input {
+        namespace_labels: String::new(),
+        ..input.clone()
+    })
+    .unwrap();
+    assert_eq!(unlabelled.mutate.exit, 1);
+    assert!(
+        unlabelled
+            .mutate
+            .err
+            .contains("needs the labels of Namespace \"shop\""),
+        "{}",
+        unlabelled.mutate.err
+    );
+    // Without api-resources, the Widget's scope is unknown: cluster-scoped.
+    let unscoped = evaluate(&Input {
+        api_resources: String::new(),
+        ..input.clone()
+    })
+    .unwrap();
+    assert!(
+        unscoped
+            .mutate
+            .err
+            .contains("the scope of kind Widget.example.com is unknown"),
+        "{}",
+        unscoped.mutate.err
+    );
+    let label = evaluate(&Input {
+        namespace_labels: "env=prod, team".to_string(),
+        ..input
+    });
+    assert_eq!(
+        label.unwrap_err().to_string(),
+        "the namespace labels are key=value pairs separated by commas; \"team\" has no '='"
+    );
 }

@@ -13,7 +13,7 @@ const COMMANDS = {
 const DEBOUNCE_MS = 300;
 
 const $ = (id) => document.getElementById(id);
-const fields = ["mutators", "objects", "apiResources", "namespace", "operation", "username"];
+const fields = ["mutators", "objects", "apiResources", "namespace", "namespaceLabels", "operation", "username"];
 const flags = ["expand"];
 let view = "mutate";
 let result = null;
@@ -56,6 +56,7 @@ function status(text) {
 function contextFlags() {
   let flags = "-n " + ($("namespace").value || "default") + " --operation " + $("operation").value;
   if ($("username").value) flags += " --username " + $("username").value;
+  if ($("namespaceLabels").value.trim()) flags += " --namespaces namespace.yaml";
   if ($("apiResources").value.trim()) flags += " --api-resources api-resources.txt";
   if ($("expand").checked) flags += " --expand";
   return flags;
@@ -214,7 +215,7 @@ async function start() {
   $("example").addEventListener("change", () => {
     const example = examples[Number($("example").value)];
     if (!example) return;
-    setState({ mutators: example.mutators, objects: example.objects, apiResources: "", namespace: "default", operation: "CREATE", username: "", expand: false });
+    setState({ mutators: example.mutators, objects: example.objects, apiResources: "", namespace: "default", namespaceLabels: "", operation: "CREATE", username: "", expand: false });
     evaluate();
   });
 
