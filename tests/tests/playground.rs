@@ -1,9 +1,11 @@
 //! `sartor playground`'s answers equal the binary's output: the
 //! differential generator's sets (`tests/differential`, normal and wild
 //! modes) as the page would send them, each view compared with `sartor
-//! mutate` (plain, `--diff`, `--explain`), `sartor lint --export-map` and
-//! `sartor export map` run on the same panes written as files. The unit
-//! tests of `crates/playground` do the same on the examples.
+//! mutate` (plain, `--diff`, `--explain`, `-o suite`, and with `--expand`),
+//! `sartor lint --export-map` and `sartor export map` run on the same panes
+//! written as files; each suite the page writes passes `sartor test`, and
+//! each lint finding is marked at a line of the pane. The unit tests of
+//! `crates/playground` do the same on the examples.
 //!
 //! `SARTOR_PLAYGROUND_CASES` sets how many sets per mode (25 by default).
 
@@ -88,10 +90,33 @@ fn the_playground_answers_what_the_binary_prints_for_generated_sets() {
                     case.id, input.mutators, input.objects
                 );
             }
+            // With --expand: the Pod a Deployment creates, and its suite.
+            let expanded = evaluate(&Input {
+                expand: true,
+                ..input.clone()
+            })
+            .expect("the playground evaluates");
+            for (view, answered, printed) in [
+                ("expanded", &expanded.mutate, mutate(&["--expand"])),
+                (
+                    "expanded suite",
+                    &expanded.suite,
+                    mutate(&["--expand", "-o", "suite"]),
+                ),
+            ] {
+                assert_eq!(
+                    answered, &printed,
+                    "{}: the {view} view differs from the binary's output\nmutators:\n{}\nobjects:\n{}",
+                    case.id, input.mutators, input.objects
+                );
+            }
             // The suite keeps what the preview showed: saved beside the
             // panes, every case passes.
-            if page.suite.exit != 2 {
-                std::fs::write(dir.path().join("page.sartor-test.yaml"), &page.suite.out)
+            for suite in [&page.suite, &expanded.suite] {
+                if suite.exit == 2 {
+                    continue;
+                }
+                std::fs::write(dir.path().join("page.sartor-test.yaml"), &suite.out)
                     .expect("written");
                 let tested = cli(binary, dir.path(), &["test", "page.sartor-test.yaml"]);
                 assert!(
@@ -100,7 +125,7 @@ fn the_playground_answers_what_the_binary_prints_for_generated_sets() {
                     case.id,
                     tested.out,
                     tested.err,
-                    page.suite.out
+                    suite.out
                 );
             }
             // Each finding is marked at a line of the pane; one naming
