@@ -130,7 +130,7 @@ fn the_playground_answers_what_the_binary_prints_for_generated_sets() {
             }
             // Each finding is marked at a line of the pane; one naming
             // spec.location at the location's line.
-            let lines: Vec<&str> = input.mutators.lines().collect();
+            let lines: Vec<&str> = input.mutators.split('\n').collect();
             for problem in &page.problems {
                 let Some(line) = problem.line else { continue };
                 let text = lines

@@ -284,8 +284,11 @@ fn problems(pane: &str, lint: &Run) -> Vec<Problem> {
             let message = text(finding, "message").unwrap_or_default();
             let document = number(finding, "document");
             let item = number(finding, "item");
+            // A YAML error at the end of the text names the line after it.
+            let last = pane.matches('\n').count() + 1;
             let line = lines::yaml_error_line(&message)
-                .or_else(|| document.and_then(|document| lines.line(document, item, &message)));
+                .or_else(|| document.and_then(|document| lines.line(document, item, &message)))
+                .map(|line| line.min(last));
             let mut words = Vec::new();
             if let Some(document) = document {
                 words.push(match item {

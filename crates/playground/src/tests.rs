@@ -464,3 +464,32 @@ fn the_context_is_the_clis_flags() {
         "the namespace labels are key=value pairs separated by commas; \"team\" has no '='"
     );
 }
+
+#[test]
+fn a_finding_is_marked_at_its_line_and_never_past_the_pane() {
+    let broken = Input {
+        mutators: CONTEXT_MUTATORS.replace("metadata.labels.tier", "metadata.labels[tier"),
+        ..all_examples()
+    };
+    let problems = evaluate(&broken).unwrap().problems;
+    assert_eq!(
+        problems,
+        vec![Problem {
+            line: Some(6),
+            severity: "error".to_string(),
+            text: "document 1: AssignMetadata tier: spec.location: invalid location \"metadata.labels[tier\": expected ':' at 20, found end of location\n  metadata.labels[tier\n                      ^".to_string(),
+        }]
+    );
+    // The YAML error of a text cut short names the line after its end:
+    // the mark is on its last line.
+    let cut = Input {
+        mutators: "{".to_string(),
+        ..all_examples()
+    };
+    let problems = evaluate(&cut).unwrap().problems;
+    assert_eq!(
+        problems.iter().map(|p| p.line).collect::<Vec<_>>(),
+        vec![Some(1)],
+        "{problems:?}"
+    );
+}
