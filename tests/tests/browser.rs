@@ -320,7 +320,9 @@ impl Session<'_> {
         // ... and lint's finding at its line: line 10, `location:`,
         // marked beside the pane and listed; choosing it selects the line.
         let listed = until(client, "#problems", "the finding by line", |text| {
-            text.contains("line 10: error: document 1: Assign broken: spec.location: invalid location")
+            text.contains(
+                "line 10: error: document 1: Assign broken: spec.location: invalid location",
+            )
         })
         .await?;
         let marked = client
@@ -330,7 +332,11 @@ impl Session<'_> {
             .attr("data-line")
             .await
             .map_err(|e| e.to_string())?;
-        same("the marked line", marked.as_deref().unwrap_or_default(), "10")?;
+        same(
+            "the marked line",
+            marked.as_deref().unwrap_or_default(),
+            "10",
+        )?;
         client
             .find(Locator::Css("#problems button"))
             .await

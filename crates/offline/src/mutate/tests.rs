@@ -1232,11 +1232,8 @@ fn suite_output_is_a_test_suite_of_what_was_previewed() {
             ),
         ],
     );
-    let Ran { exit, out, err } = run_mutate(
-        &dir,
-        &["-m", "mutators", "-o", "suite", "objects.yaml"],
-        "",
-    );
+    let Ran { exit, out, err } =
+        run_mutate(&dir, &["-m", "mutators", "-o", "suite", "objects.yaml"], "");
     // The Pod of an undescribed namespace fails, as without -o suite; its
     // case expects that error.
     let failure = "v1 Pod other/web: AssignMetadata tier: its namespaceSelector needs the labels of Namespace \"other\", which was not provided; pass the Namespace object with --namespaces";
@@ -1353,7 +1350,15 @@ fn suite_output_refuses_what_a_suite_cannot_name() {
             "-o suite names the mutators by path: a suite cannot name standard input; put the mutators, ExpansionTemplates and Providers in a file",
         ),
         (
-            &["-m", "pull.yaml", "-o", "suite", "--expand", "--no-builtin-templates", "pod.yaml"][..],
+            &[
+                "-m",
+                "pull.yaml",
+                "-o",
+                "suite",
+                "--expand",
+                "--no-builtin-templates",
+                "pod.yaml",
+            ][..],
             "",
             "-o suite: a test suite always expands with the built-in templates; leave out --no-builtin-templates",
         ),
