@@ -81,16 +81,21 @@ impl Leaf {
 
     /// The patches writing at `at`, which is `read` (CEL) when `present`
     /// holds.
-    fn write(&self, at: &Pointer, read: &str, present: &str) -> String {
+    fn write(&self, at: &Pointer, read: &str, present: &str) -> Patches {
         let missing = self.missing().map(|m| operation("add", at, &m.render()));
-        match self {
-            Leaf::Value(_) => format!("[{}]", missing.unwrap_or_default()),
+        let cel = match self {
+            Leaf::Value(_) => {
+                return match missing {
+                    Some(add) => Patches::one(add),
+                    None => Patches::none(),
+                };
+            }
             Leaf::Image(_) => {
                 let written = match self.missing() {
                     Some(m) => format!("({present} ? {} : {})", self.at_present(read), m.render()),
                     None => self.at_present(read),
                 };
-                format!("[{}]", operation("add", at, &written))
+                return Patches::one(operation("add", at, &written));
             }
             Leaf::Merge(values) => {
                 // Appending a value makes the next one equal to it present:
@@ -115,6 +120,43 @@ impl Leaf {
                 cel::literal(&Value::Array(values.clone())),
                 at.index("i").render()
             ),
+        };
+        // A typed list in every case (`.map(v, JSONPatch{...})`).
+        Patches { cel, writes: true }
+    }
+}
+
+/// A CEL list of JSONPatch values, and whether any branch of it holds one:
+/// a list none of whose branches does is `[]`, which the API server types
+/// `list(dyn)` and refuses as a mutation's expression.
+#[derive(Debug)]
+struct Patches {
+    cel: String,
+    writes: bool,
+}
+
+impl Patches {
+    /// No patch.
+    fn none() -> Patches {
+        Patches {
+            cel: "[]".to_string(),
+            writes: false,
+        }
+    }
+
+    /// One patch (a `JSONPatch{...}` expression).
+    fn one(patch: String) -> Patches {
+        Patches {
+            cel: format!("[{patch}]"),
+            writes: true,
+        }
+    }
+
+    /// `then` when `condition` (CEL) holds, else `otherwise`.
+    fn either(condition: &str, then: Patches, otherwise: Patches) -> Patches {
+        Patches {
+            cel: format!("({condition} ? {} : {})", then.cel, otherwise.cel),
+            writes: then.writes || otherwise.writes,
         }
     }
 }
@@ -237,8 +279,8 @@ pub(crate) fn assign(nodes: &[Node], value: &Leaf, tests: &PathTests) -> Result<
     // pathTests may leave no branch that writes (a MustNotExist on a glob
     // below a list the walk would create empty): the API server wants the
     // list typed all the same.
-    Ok(match patches.contains("JSONPatch{") {
-        true => patches,
+    Ok(match patches.writes {
+        true => patches.cel,
         false => NO_PATCHES.to_string(),
     })
 }
@@ -263,9 +305,9 @@ impl Writer<'_> {
         pointer: &Pointer,
         depth: usize,
         globs: usize,
-    ) -> Result<String, Reason> {
+    ) -> Result<Patches, Reason> {
         let (Some(node), Some(rest)) = (self.nodes.get(depth), self.nodes.get(depth + 1..)) else {
-            return Ok("[]".to_string());
+            return Ok(Patches::none());
         };
         match node {
             Node::Field(name) => {
@@ -276,19 +318,23 @@ impl Writer<'_> {
                     let write = self.value.write(&at, &step.read(current), &present);
                     return Ok(match self.tests.condition_at(depth) {
                         None => write,
-                        Some(Condition::MustExist) => format!("({present} ? {write} : [])"),
-                        Some(Condition::MustNotExist) => format!("({present} ? [] : {write})"),
+                        Some(Condition::MustExist) => {
+                            Patches::either(&present, write, Patches::none())
+                        }
+                        Some(Condition::MustNotExist) => {
+                            Patches::either(&present, Patches::none(), write)
+                        }
                     });
                 }
                 let there = match self.tests.exists_ok(depth) {
                     true => self.below(&step.read(current), &at, depth + 1, globs)?,
-                    false => "[]".to_string(),
+                    false => Patches::none(),
                 };
                 let missing = match self.created(depth) {
-                    Some(subtree) => format!("[{}]", operation("add", &at, &subtree.render())),
-                    None => "[]".to_string(),
+                    Some(subtree) => Patches::one(operation("add", &at, &subtree.render())),
+                    None => Patches::none(),
                 };
-                Ok(format!("({present} ? {there} : {missing})"))
+                Ok(Patches::either(&present, there, missing))
             }
             Node::List(selector) => self.element(current, pointer, selector, depth, globs),
         }
@@ -303,12 +349,12 @@ impl Writer<'_> {
         selector: &ListSelector,
         depth: usize,
         globs: usize,
-    ) -> Result<String, Reason> {
+    ) -> Result<Patches, Reason> {
         let last = depth + 1 == self.nodes.len();
         // The engine asks a glob's test once, when it reaches the list (an
         // empty one too), and a keyed element's when it finds it.
         if !self.tests.exists_ok(depth) && !selector.key_value.is_concrete() {
-            return Ok("[]".to_string());
+            return Ok(Patches::none());
         }
         match &selector.key_value {
             KeyValue::Glob | KeyValue::NotIn(_) => {
@@ -320,16 +366,19 @@ impl Writer<'_> {
                 let each = format!("{current}[{index}]");
                 let patches = self.below(&each, &pointer.index(&index), depth + 1, globs + 1)?;
                 let chosen = selected(current, &index, selector)?;
-                Ok(format!("{chosen}.map({index}, {patches}).flatten()"))
+                Ok(Patches {
+                    cel: format!("{chosen}.map({index}, {}).flatten()", patches.cel),
+                    writes: patches.writes,
+                })
             }
             KeyValue::String(_) | KeyValue::Integer(_) => {
                 let index = key_index(current, selector);
                 let at = pointer.index(&index);
                 let present = match (self.tests.exists_ok(depth), last) {
-                    (false, _) => "[]".to_string(),
+                    (false, _) => Patches::none(),
                     (true, true) => {
                         let written = self.value.at_present(&format!("{current}[{index}]"));
-                        format!("[{}]", operation("replace", &at, &written))
+                        Patches::one(operation("replace", &at, &written))
                     }
                     (true, false) => {
                         self.below(&format!("{current}[{index}]"), &at, depth + 1, globs)?
@@ -340,12 +389,11 @@ impl Writer<'_> {
                         let rest = self.nodes.get(depth + 1..).unwrap_or_default();
                         let appended = new_element(selector, rest, self.value)
                             .ok_or(Reason::GlobBelowKeyed)?;
-                        let append = operation("add", &pointer.text("/-"), &appended.render());
-                        format!("[{append}]")
+                        Patches::one(operation("add", &pointer.text("/-"), &appended.render()))
                     }
-                    false => "[]".to_string(),
+                    false => Patches::none(),
                 };
-                Ok(format!("({index} >= 0 ? {present} : {missing})"))
+                Ok(Patches::either(&format!("{index} >= 0"), present, missing))
             }
         }
     }

@@ -343,6 +343,29 @@ fn a_must_exist_below_a_glob_creates_nothing_that_is_missing() {
 }
 
 #[test]
+fn no_branch_that_writes_is_a_typed_empty_list_whatever_the_names_say() {
+    // The field's name reads like a patch; the tests still leave nothing to
+    // write: the parent must exist and the list below it must not.
+    let named = export(&[assign(
+        "named",
+        json!({"applyTo": pods(), "location": "spec.\"JSONPatch{\".containers[name: *].image",
+               "parameters": {"pathTests": [
+                   {"subPath": "spec.\"JSONPatch{\"", "condition": "MustExist"},
+                   {"subPath": "spec.\"JSONPatch{\".containers[name: *]", "condition": "MustNotExist"}],
+                              "assign": {"value": "x"}}}),
+    )]);
+    assert_eq!(named.refused, []);
+    assert_eq!(
+        expression(&named),
+        concat!(
+            r#"((request.kind.group == "" && request.kind.version == "v1" && request.kind.kind == "Pod" && request.operation in ["CREATE", "UPDATE"])"#,
+            r#" && (has(object.spec) && "JSONPatch{" in object.spec))"#,
+            r#" ? [].map(p, JSONPatch{op: "test", path: "", value: p}) : []"#,
+        )
+    );
+}
+
+#[test]
 fn a_keyed_element_is_changed_or_appended_with_its_key() {
     let exported = export(&[assign(
         "port",
