@@ -43,8 +43,9 @@ impl Lines {
             match event {
                 Event::DocumentStart(..) => {
                     stack.clear();
+                    // Where it starts until its content says better.
                     lines.documents.push(Document {
-                        start: 0,
+                        start: line,
                         fields: HashMap::new(),
                     });
                 }
@@ -140,6 +141,7 @@ impl Lines {
             Some(_) => found.fields.get(&base).copied(),
             None => Some(found.start),
         }
+        .filter(|line| *line > 0)
     }
 }
 
@@ -228,5 +230,12 @@ items:
         let lines = Lines::of("a: 1\n---\nb: [\n");
         assert_eq!(lines.line(1, None, "a: x"), Some(1));
         assert_eq!(lines.line(1, None, "nothing here"), Some(1));
+        // A control character stops the parser before any content.
+        let lines = Lines::of("\u{1}");
+        assert!(
+            lines.line(1, None, "x").is_none_or(|line| line == 1),
+            "{:?}",
+            lines.line(1, None, "x")
+        );
     }
 }

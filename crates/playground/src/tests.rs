@@ -492,4 +492,18 @@ fn a_finding_is_marked_at_its_line_and_never_past_the_pane() {
         vec![Some(1)],
         "{problems:?}"
     );
+    // A control character the YAML parser stops at before any content
+    // (the fuzzer's): no line rather than line 0.
+    let control = Input {
+        mutators: "# a comment\n,piV\u{1}# and more\n".to_string(),
+        ..all_examples()
+    };
+    let problems = evaluate(&control).unwrap().problems;
+    assert!(
+        problems
+            .iter()
+            .all(|p| p.line.is_none_or(|line| (1..=3).contains(&line))),
+        "{problems:?}"
+    );
+    assert!(!problems.is_empty());
 }
