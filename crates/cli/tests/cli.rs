@@ -166,6 +166,11 @@ fn lint_reports_text_on_stderr_and_json_on_stdout_and_exits_0_or_2() {
     let (code, stdout, stderr) = sartor(&dir, &["lint", "-o", "json", "broken.yaml"], "");
     assert_eq!((code, stderr.as_str()), (2, ""));
     assert!(stdout.contains("\"errors\": 1,"), "{stdout}");
+    // The location's line in the file, for CI annotations; none on stdin.
+    assert!(stdout.contains("\"line\": 6,"), "{stdout}");
+    let (code, stdout, _) = sartor(&dir, &["lint", "-o", "json", "-"], &broken_pull());
+    assert_eq!(code, 2);
+    assert!(stdout.contains("\"line\": null,"), "{stdout}");
     // From stdin.
     let (code, _, stderr) = sartor(&dir, &["lint", "-"], PULL);
     assert_eq!((code, stderr.as_str()), (0, "1 mutators, no problems\n"));

@@ -3,8 +3,10 @@
 // Everything goes through the `Io` given: a test reads what a user would see.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+use std::collections::HashMap;
+
 use clap::{Args, ValueEnum};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use sartor_api::Input;
 
@@ -15,6 +17,7 @@ use crate::io::say;
 use crate::load::Category;
 use crate::{Exit, Io, load};
 
+mod lines;
 #[cfg(test)]
 pub(crate) mod tests;
 
@@ -56,7 +59,8 @@ pub struct LintArgs {
     #[arg(value_name = "PATH")]
     paths: Vec<String>,
     /// Output format: `text` (one line per finding, on stderr) or `json`
-    /// (`{"findings": [...]}` on stdout, for CI annotations).
+    /// (`{"findings": [...]}` on stdout, for CI annotations: each with its
+    /// file, document and line).
     #[arg(long, short = 'o', value_enum, default_value_t = LintFormat::Text)]
     output: LintFormat,
     /// Fail on warnings too, not only on errors.
@@ -126,6 +130,32 @@ fn parse_allow(name: &str) -> Result<Allow, String> {
             classes.join(", ")
         )
     })
+}
+
+/// The findings as JSON, each with its `line` ([`lines::Lines`]): its file
+/// is read again, as the loader keeps no text; `null` for standard input,
+/// built-in origins and a file no longer readable.
+fn with_lines(findings: &[load::Finding]) -> Vec<Value> {
+    let mut files: HashMap<&str, Option<lines::Lines>> = HashMap::new();
+    findings
+        .iter()
+        .map(|finding| {
+            let origin = &finding.origin;
+            let lines = files.entry(origin.file.as_str()).or_insert_with(|| {
+                let stdin = origin.file == Input::Stdin.to_string();
+                let text = (!stdin).then(|| std::fs::read_to_string(&origin.file).ok());
+                text.flatten().map(|text| lines::Lines::of(&text))
+            });
+            let line = lines
+                .as_ref()
+                .and_then(|lines| lines.finding(origin.document, origin.item, &finding.message));
+            let mut value = finding.to_json();
+            if let Value::Object(fields) = &mut value {
+                fields.insert("line".to_string(), json!(line));
+            }
+            value
+        })
+        .collect()
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -214,7 +244,7 @@ pub fn run(args: &LintArgs, io: &mut Io<'_>) -> anyhow::Result<Exit> {
                 "skipped": skipped,
                 "errors": errors,
                 "warnings": warnings,
-                "findings": findings.iter().map(load::Finding::to_json).collect::<Vec<_>>(),
+                "findings": with_lines(&findings),
             });
             io.print_line(&serde_json::to_string_pretty(&report)?)?;
         }

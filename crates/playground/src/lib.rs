@@ -21,7 +21,6 @@
 //! file, and evaluations run one at a time on blocking threads.
 
 mod examples;
-mod lines;
 mod server;
 #[cfg(test)]
 mod tests;
@@ -112,8 +111,8 @@ pub struct Output {
     pub lint: Run,
     /// `sartor export map mutators.yaml`.
     pub export: Run,
-    /// The findings of `lint` about the mutators pane, each with the line
-    /// it points at (from `sartor lint -o json`), for the page to mark.
+    /// The findings of `sartor lint --export-map -o json` about the
+    /// mutators pane, each with the line it points at, for the page to mark.
     pub problems: Vec<Problem>,
 }
 
@@ -219,13 +218,10 @@ pub fn evaluate(input: &Input) -> Result<Output, Refused> {
         explain: preview(&["--explain"]),
         suite: preview(&["-o", "suite"]),
         lint: run_lint(&["lint", "--export-map", &mutators], dir.path()),
-        problems: problems(
-            &input.mutators,
-            &run_lint(
-                &["lint", "--export-map", "-o", "json", &mutators],
-                dir.path(),
-            ),
-        ),
+        problems: problems(&run_lint(
+            &["lint", "--export-map", "-o", "json", &mutators],
+            dir.path(),
+        )),
         export: run_export(&["export", "map", &mutators], dir.path()),
     })
 }
@@ -255,13 +251,12 @@ fn namespace_object(namespace: &str, labels: &str) -> Result<Option<String>, Ref
     Ok(Some(format!("{namespace}\n")))
 }
 
-/// The findings of `lint` (its JSON) about `mutators.yaml`, whose text is
-/// `pane`, each at its line.
-fn problems(pane: &str, lint: &Run) -> Vec<Problem> {
+/// The findings of `lint -o json` about `mutators.yaml`, each at the line
+/// lint gives it.
+fn problems(lint: &Run) -> Vec<Problem> {
     let Ok(report) = serde_json::from_str::<serde_json::Value>(&lint.out) else {
         return Vec::new();
     };
-    let lines = lines::Lines::of(pane);
     let text = |finding: &serde_json::Value, key: &str| {
         finding
             .get(key)
@@ -281,25 +276,17 @@ fn problems(pane: &str, lint: &Run) -> Vec<Problem> {
         .flatten()
         .filter(|finding| text(finding, "file").as_deref() == Some("mutators.yaml"))
         .map(|finding| {
-            let message = text(finding, "message").unwrap_or_default();
-            let document = number(finding, "document");
-            let item = number(finding, "item");
-            // A YAML error at the end of the text names the line after it.
-            let last = pane.matches('\n').count() + 1;
-            let line = lines::yaml_error_line(&message)
-                .or_else(|| document.and_then(|document| lines.line(document, item, &message)))
-                .map(|line| line.min(last));
             let mut words = Vec::new();
-            if let Some(document) = document {
-                words.push(match item {
+            if let Some(document) = number(finding, "document") {
+                words.push(match number(finding, "item") {
                     Some(item) => format!("document {document}, item {item}"),
                     None => format!("document {document}"),
                 });
             }
             words.extend(text(finding, "subject"));
-            words.push(message);
+            words.extend(text(finding, "message"));
             Problem {
-                line,
+                line: number(finding, "line"),
                 severity: text(finding, "severity").unwrap_or_default(),
                 text: words.join(": "),
             }

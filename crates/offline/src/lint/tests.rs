@@ -50,9 +50,9 @@ fn lint_lists_every_problem_and_fails() {
             "errors": 2,
             "warnings": 0,
             "findings": [
-                {"category": "load", "severity": "error", "file": "m/b.yaml", "document": 1, "item": null, "subject": "ConfigMap c",
+                {"category": "load", "severity": "error", "file": "m/b.yaml", "document": 1, "item": null, "line": 1, "subject": "ConfigMap c",
                  "message": "ConfigMap (v1) is not a mutator: expected Assign, AssignImage, AssignMetadata or ModifySet in mutations.sartor.dev/v1 or mutations.gatekeeper.sh/v1, v1beta1, v1alpha1"},
-                {"category": "compile", "severity": "error", "file": "m/a.yaml", "document": 2, "item": null, "subject": "Assign broken",
+                {"category": "compile", "severity": "error", "file": "m/a.yaml", "document": 2, "item": null, "line": 14, "subject": "Assign broken",
                  "message": "spec.location: Assign cannot change metadata; use AssignMetadata for labels and annotations"},
             ],
         })
@@ -91,7 +91,7 @@ spec:
             "errors": 1,
             "warnings": 0,
             "findings": [
-                {"category": "conflict", "severity": "error", "file": "m.yaml", "document": 2, "item": null, "subject": "Assign gold-priority",
+                {"category": "conflict", "severity": "error", "file": "m.yaml", "document": 2, "item": null, "line": 9, "subject": "Assign gold-priority",
                  "message": "its condition on metadata.labels.tier reads what AssignMetadata tier writes (metadata.labels.tier) (v1 Pod CREATE and 1 more)"},
             ],
         })
@@ -206,7 +206,7 @@ spec:
             "mutators": 2, "skipped": 0, "errors": 0, "warnings": 1,
             "findings": [{
                 "category": "shadowed", "severity": "warning",
-                "file": "m.yaml", "document": 1, "item": null, "subject": "Assign a-pull",
+                "file": "m.yaml", "document": 1, "item": null, "line": 1, "subject": "Assign a-pull",
                 "message": "it never has an effect: Assign b-proxy comes later in the order and replaces spec.containers[name: proxy] on every object it applies to, so what it writes at spec.containers[name: proxy].imagePullPolicy is undone in every pass",
                 "mutators": ["Assign a-pull", "Assign b-proxy"],
                 "path": "spec.containers[name: proxy]",

@@ -1,6 +1,7 @@
-//! Where in a pane a lint finding points: the line of the field its message
-//! names (`spec.location: ...`), else the first line of its document (or
-//! `List` item). The CLI names documents by number; the page marks lines.
+//! Where in its file a lint finding points: the line of the field its
+//! message names (`spec.location: ...`), else the first line of its
+//! document (or `List` item), or the line a YAML error names. The loader
+//! numbers documents; CI annotations and the playground mark lines.
 
 use std::collections::HashMap;
 
@@ -12,6 +13,8 @@ use granit_parser::{Event, Parser};
 #[derive(Debug, Default)]
 pub struct Lines {
     documents: Vec<Document>,
+    /// The text's last line (a text ending in a newline has an empty one).
+    last: usize,
 }
 
 /// One document's lines.
@@ -35,7 +38,10 @@ impl Lines {
     /// The lines of `text`; a text that stops parsing keeps the documents
     /// and fields found before the error.
     pub fn of(text: &str) -> Lines {
-        let mut lines = Lines::default();
+        let mut lines = Lines {
+            last: text.matches('\n').count() + 1,
+            ..Lines::default()
+        };
         let mut stack: Vec<Level> = Vec::new();
         for event in Parser::new_from_str(text) {
             let Ok((event, span)) = event else { break };
@@ -115,6 +121,21 @@ impl Lines {
         }
     }
 
+    /// The line a finding about `document` (and `List` item `item`, both
+    /// from 1) with `message` points at ([`Lines::line`], or the line an
+    /// invalid YAML error names), never past the text's last line (a YAML
+    /// error at the end of the text names the line after it).
+    pub fn finding(
+        &self,
+        document: Option<usize>,
+        item: Option<usize>,
+        message: &str,
+    ) -> Option<usize> {
+        yaml_error_line(message)
+            .or_else(|| self.line(document?, item, message))
+            .map(|line| line.min(self.last))
+    }
+
     /// The line a finding about document `document` (and `List` item
     /// `item`, both from 1) points at: that of the field `message` begins
     /// with, or of its nearest enclosing field, else the item's or the
@@ -147,7 +168,7 @@ impl Lines {
 
 /// The line a YAML error names (`... at line 3 column 5`), which the
 /// loader reports for a text that does not parse.
-pub fn yaml_error_line(message: &str) -> Option<usize> {
+fn yaml_error_line(message: &str) -> Option<usize> {
     let (_, after) = message.split_once("invalid YAML: ")?;
     let (_, at) = after.rsplit_once(" at line ")?;
     let digits: String = at.chars().take_while(char::is_ascii_digit).collect();
@@ -223,6 +244,16 @@ items:
         assert_eq!(lines.line(3, Some(2), "no field"), Some(19));
         assert_eq!(lines.line(4, None, "x: y"), None);
         assert_eq!(lines.line(0, None, "x: y"), None);
+    }
+
+    #[test]
+    fn a_yaml_error_is_at_its_line_and_never_past_the_text() {
+        let lines = Lines::of("a: 1\nb: [\n");
+        let error = "invalid YAML: did not find expected node content at line 3 column 1, while parsing a flow node (the rest of the file is not read)";
+        assert_eq!(lines.finding(Some(1), None, error), Some(3));
+        let lines = Lines::of("a: 1\nb: [");
+        assert_eq!(lines.finding(Some(1), None, error), Some(2));
+        assert_eq!(lines.finding(None, None, "cannot read: denied"), None);
     }
 
     #[test]
