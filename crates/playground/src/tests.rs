@@ -368,17 +368,9 @@ fn the_server_refuses_what_it_must_not_answer() {
     assert_eq!(status, "HTTP/1.1 200 OK");
 }
 
-/// A label set in namespaces labelled `env: prod`: whether it applies is
-/// the context's to say (the namespace, its labels, a custom kind's scope).
-const CONTEXT_MUTATORS: &str = "\
-apiVersion: mutations.sartor.dev/v1
-kind: AssignMetadata
-metadata: {name: tier}
-spec:
-  match: {namespaceSelector: {matchLabels: {env: prod}}}
-  location: metadata.labels.tier
-  parameters: {assign: {value: gold}}
-";
+// A label set in namespaces labelled `env: prod`: whether it applies is
+// the context's to say (the namespace, its labels, a custom kind's scope).
+use sartor_tests::samples::PROD_ONLY as CONTEXT_MUTATORS;
 
 #[test]
 fn the_context_is_the_clis_flags() {
