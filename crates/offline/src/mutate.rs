@@ -199,7 +199,7 @@ pub fn run(args: &MutateArgs, io: &mut Io<'_>) -> anyhow::Result<Exit> {
         return Ok(Exit::InvalidInput);
     }
     let suite = if args.output == Format::Suite {
-        match suite::Suite::new(args, &repository) {
+        match suite::Suite::new(args, &repository, &namespaces) {
             Ok(suite) => Some(suite),
             Err(message) => {
                 say!(io, "error: {message}")?;
@@ -229,9 +229,6 @@ pub fn run(args: &MutateArgs, io: &mut Io<'_>) -> anyhow::Result<Exit> {
     }
     let system = repository.system;
     let documents = repository.others;
-    // The Namespaces of --namespaces: an input of the same name does not
-    // replace them.
-    let given: HashSet<String> = namespaces.keys().cloned().collect();
     for document in &documents {
         if let Some(name) = namespace_name(&document.value) {
             namespaces
@@ -264,7 +261,7 @@ pub fn run(args: &MutateArgs, io: &mut Io<'_>) -> anyhow::Result<Exit> {
         system: &system,
         expander: expander.as_ref(),
         offline: &offline,
-        printer: Printer::new(args, io, suite, given),
+        printer: Printer::new(args, io, suite),
         outcome: Exit::Ok,
         identities: HashMap::new(),
         unknown: HashSet::new(),
@@ -456,17 +453,10 @@ struct Printer<'p> {
     held: Vec<Value>,
     /// With `-o suite`, the suite being written.
     suite: Option<suite::Suite>,
-    /// The names of the Namespaces given with --namespaces.
-    given: HashSet<String>,
 }
 
 impl<'p> Printer<'p> {
-    fn new(
-        args: &MutateArgs,
-        io: &'p mut Io<'_>,
-        suite: Option<suite::Suite>,
-        given: HashSet<String>,
-    ) -> Printer<'p> {
+    fn new(args: &MutateArgs, io: &'p mut Io<'_>, suite: Option<suite::Suite>) -> Printer<'p> {
         Printer {
             objects: (!args.explain && !args.diff).then_some(args.output),
             out: std::io::BufWriter::new(&mut *io.out),
@@ -475,7 +465,6 @@ impl<'p> Printer<'p> {
             written: 0,
             held: Vec::new(),
             suite,
-            given,
         }
     }
 
@@ -514,9 +503,7 @@ impl<'p> Printer<'p> {
     /// The suite cannot take it.
     fn case(&mut self, document: &Document, failure: Option<&str>) -> anyhow::Result<()> {
         match &mut self.suite {
-            Some(suite) => suite
-                .case(document, failure, &self.given)
-                .map_err(anyhow::Error::msg),
+            Some(suite) => suite.case(document, failure).map_err(anyhow::Error::msg),
             None => Ok(()),
         }
     }

@@ -3,7 +3,7 @@
 //! or the error it met), so that today's behaviour becomes a test the
 //! repository keeps.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use anyhow::Context as _;
 use sartor_api::{Document, Input};
@@ -35,10 +35,10 @@ pub(super) struct Suite {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     provider_answers: Vec<String>,
     cases: Vec<Case>,
-    /// Names of the inline Namespaces so far (the first of a name serves
-    /// selectors, as in `sartor mutate`).
+    /// Names of the Namespaces the suite has so far, from --namespaces and
+    /// inline: the first of a name serves selectors, as in `sartor mutate`.
     #[serde(skip)]
-    inline_namespaces: HashSet<String>,
+    named: HashSet<String>,
     /// Objects of the case being written: the input's result, then what it
     /// generates.
     #[serde(skip)]
@@ -68,10 +68,15 @@ struct Case {
 }
 
 impl Suite {
-    /// The suite for `args`, whose mutators `repository` read; `Err` says
-    /// why these inputs cannot be written as a suite (a suite names its
-    /// mutators by path, so they cannot come from standard input).
-    pub(super) fn new(args: &MutateArgs, repository: &Repository) -> Result<Suite, String> {
+    /// The suite for `args`, whose mutators `repository` read and whose
+    /// `--namespaces` are `given`; `Err` says why these inputs cannot be
+    /// written as a suite (a suite names its mutators by path, so they
+    /// cannot come from standard input).
+    pub(super) fn new(
+        args: &MutateArgs,
+        repository: &Repository,
+        given: &HashMap<String, Value>,
+    ) -> Result<Suite, String> {
         if args.diff || args.explain {
             return Err("-o suite writes the objects as a test suite; it cannot be combined with --diff or --explain".into());
         }
@@ -110,7 +115,7 @@ impl Suite {
             api_resources: args.api_resources.clone(),
             provider_answers: args.provider_answers.clone(),
             cases: Vec::new(),
-            inline_namespaces: HashSet::new(),
+            named: given.keys().cloned().collect(),
             pending: Vec::new(),
             operation: args.operation,
             expand: args.expand,
@@ -124,8 +129,8 @@ impl Suite {
     }
 
     /// Ends the case of `document`: the objects given since, or `failure`,
-    /// the message the mutation failed with. `given` are the Namespaces
-    /// of `--namespaces`, which an input Namespace does not replace.
+    /// the message the mutation failed with. An input Namespace is added
+    /// inline unless one of its name is there already.
     ///
     /// # Errors
     /// A CRD on standard input: the suite could not give its kind a scope.
@@ -133,7 +138,6 @@ impl Suite {
         &mut self,
         document: &Document,
         failure: Option<&str>,
-        given: &HashSet<String>,
     ) -> Result<(), String> {
         let expected = std::mem::take(&mut self.pending);
         if document.origin.file == Input::Stdin.to_string()
@@ -145,8 +149,7 @@ impl Suite {
             ));
         }
         if let Some(name) = namespace_name(&document.value)
-            && !given.contains(name)
-            && self.inline_namespaces.insert(name.to_string())
+            && self.named.insert(name.to_string())
         {
             self.namespaces.push(document.value.clone());
         }
