@@ -337,13 +337,7 @@ impl Session<'_> {
             marked.as_deref().unwrap_or_default(),
             "10",
         )?;
-        client
-            .find(Locator::Css("#problems button"))
-            .await
-            .map_err(|e| e.to_string())?
-            .click()
-            .await
-            .map_err(|e| e.to_string())?;
+        click(client, "#problems button").await?;
         let selected = client
             .execute(
                 "const a = document.getElementById('mutators'); \
@@ -366,13 +360,7 @@ impl Session<'_> {
             text.contains("dnsPolicy: None")
         })
         .await?;
-        client
-            .find(Locator::Css("#share"))
-            .await
-            .map_err(|e| e.to_string())?
-            .click()
-            .await
-            .map_err(|e| e.to_string())?;
+        click(client, "#share").await?;
         let link = eventually_async(client).await?;
         let second = self.browser("second").await?;
         let shared = async {
@@ -397,13 +385,7 @@ impl Session<'_> {
         shared?;
 
         // The test suite of what is shown: the CLI's, and it passes.
-        client
-            .find(Locator::Css("#tab-suite"))
-            .await
-            .map_err(|e| e.to_string())?
-            .click()
-            .await
-            .map_err(|e| e.to_string())?;
+        click(client, "#tab-suite").await?;
         let suite = until(client, "#out", "the test suite", |text| {
             text.contains("cases:") && text.contains("dnsPolicy: None")
         })
@@ -453,13 +435,7 @@ impl Session<'_> {
 
         // --expand: the Pod the Deployment creates, mutated.
         for css in ["#tab-mutate", "#expand"] {
-            client
-                .find(Locator::Css(css))
-                .await
-                .map_err(|e| e.to_string())?
-                .click()
-                .await
-                .map_err(|e| e.to_string())?;
+            click(client, css).await?;
         }
         let expanded = until(client, "#out", "the expanded result", |text| {
             text.contains("name: cart-pod")
@@ -570,6 +546,17 @@ async fn text_of(client: &Client, css: &str) -> Result<String, String> {
         .await
         .map_err(|e| format!("{css}: {e}"))?;
     Ok(found.as_str().unwrap_or_default().to_string())
+}
+
+/// Clicks the element `css`, as a user would.
+async fn click(client: &Client, css: &str) -> Result<(), String> {
+    client
+        .find(Locator::Css(css))
+        .await
+        .map_err(|e| format!("{css}: {e}"))?
+        .click()
+        .await
+        .map_err(|e| format!("{css}: {e}"))
 }
 
 /// A form field's value.
