@@ -154,6 +154,18 @@ impl Node {
             .join("\n")
     }
 
+    /// The last `lines` lines of a component's log that contain `text`, for
+    /// error messages (the API server's word on a webhook call that failed).
+    pub fn log_matching(&self, component: &str, text: &str, lines: usize) -> String {
+        let log = std::fs::read_to_string(self.node_dir().join(format!("logs/{component}.log")))
+            .unwrap_or_default();
+        let matching: Vec<&str> = log.lines().filter(|l| l.contains(text)).collect();
+        matching
+            .get(matching.len().saturating_sub(lines)..)
+            .unwrap_or_default()
+            .join("\n")
+    }
+
     /// Stops the node: closes the script's stdin and waits while it undoes
     /// every host change. Returns the script's exit status.
     pub fn stop(&mut self) -> Option<std::process::ExitStatus> {

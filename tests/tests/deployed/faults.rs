@@ -133,8 +133,10 @@ fn during<T>(
 }
 
 /// `Ok` when every write was mutated as predicted, else the counts, the
-/// writes that were not, and the endpoints over time.
-fn none_lost(step: &str, tally: &Tally) -> Result<(), String> {
+/// endpoints over time, the writes that were not mutated, and what the API
+/// server logged of the webhook calls that failed (a timeout, a reset, ...):
+/// the last, as a log cut short keeps its end.
+fn none_lost(node: &Node, step: &str, tally: &Tally) -> Result<(), String> {
     let counts = tally.counts(|_| true);
     let expected = Counts {
         mutated: counts.written,
@@ -144,9 +146,11 @@ fn none_lost(step: &str, tally: &Tally) -> Result<(), String> {
         return Ok(());
     }
     Err(format!(
-        "{step}: {counts}\n{}\nendpoints:\n{}",
+        "{step}: {counts}\nthe stream started at {}\nendpoints:\n{}\nnot mutated:\n{}\nkube-apiserver, failed webhook calls (the last 12):\n{}",
+        Timestamp::try_from(tally.started).map_or_else(|e| e.to_string(), |t| t.to_string()),
+        tally.endpoint_changes(),
         tally.losses(),
-        tally.endpoint_changes()
+        node.log_matching("kube-apiserver", "Failed calling webhook", 12)
     ))
 }
 
@@ -236,7 +240,7 @@ pub fn a_rollout_loses_no_write(suite: &mut Suite) -> Result<(), String> {
         let image = tag(node, &suite.image, &format!("rollout-{n}"))?;
         let step = format!("rollout {}", policy_name(policy));
         let (tally, ()) = during(node, &step, policy, &predictions, |_| roll_to(node, &image))?;
-        none_lost(&step, &tally)?;
+        none_lost(node, &step, &tally)?;
     }
     // Back to the image the other trials expect.
     roll_to(
@@ -263,7 +267,7 @@ pub fn a_deleted_replica_loses_no_write(suite: &mut Suite) -> Result<(), String>
         node.kubectl(&["delete", "pod", &victim, "-n", NAMESPACE, "--wait=true"])?;
         rolled_out(node)
     })?;
-    none_lost("a replica deleted", &tally)
+    none_lost(node, "a replica deleted", &tally)
 }
 
 fn first_replica(node: &Node) -> Result<String, String> {
@@ -566,7 +570,7 @@ pub fn an_eviction_keeps_a_replica_serving(suite: &mut Suite) -> Result<(), Stri
             tally.endpoint_changes()
         ));
     }
-    none_lost("eviction", &tally)
+    none_lost(node, "eviction", &tally)
 }
 
 enum Evicted {
@@ -674,7 +678,7 @@ pub fn a_replica_shuts_down_in_order(suite: &mut Suite) -> Result<(), String> {
             return Err(format!("{what}: it did not\n{log}"));
         }
     }
-    none_lost("shutdown", &tally)
+    none_lost(node, "shutdown", &tally)
 }
 
 /// Seconds from `start` to the RFC 3339 `timestamp` (a log line's).
@@ -799,7 +803,7 @@ pub fn a_helm_upgrade_loses_no_write(suite: &mut Suite) -> Result<(), String> {
             helm("upgrade", &[&failure_policy, &requests])?;
             rolled_out(node)
         })?;
-        none_lost(&step, &tally)?;
+        none_lost(node, &step, &tally)?;
     }
     crate::install::helm_uninstall(node)
 }
