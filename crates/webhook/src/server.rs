@@ -4,6 +4,7 @@
 //! answered how is [`crate::routes`]' job; the deadline and the bound on
 //! requests at once are [`crate::overload`]'s.
 
+use std::convert::Infallible;
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
@@ -13,16 +14,16 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use http_body_util::{BodyExt as _, LengthLimitError, Limited};
-use hyper::Request;
 use hyper::body::{Bytes, Incoming};
-use hyper::header::CONTENT_LENGTH;
+use hyper::header::{CONNECTION, CONTENT_LENGTH, HeaderValue};
 use hyper::service::service_fn;
+use hyper::{Request, Version};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
-use hyper_util::server::graceful::{GracefulShutdown, Watcher};
+use hyper_util::server::graceful::GracefulConnection;
 use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWrite, AsyncWriteExt as _, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tokio_rustls::TlsAcceptor;
 use tokio_rustls::server::TlsStream;
 
@@ -39,6 +40,20 @@ pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
 /// How long a closed admission connection keeps reading what the client
 /// still sends (see [`Lingering`]).
 const LINGER: Duration = Duration::from_secs(2);
+
+/// How long, once shutdown begins, an idle kept-alive HTTP/1.1 admission
+/// connection is left open for one more request before it is closed idle.
+///
+/// The API server calls a Service's webhook over HTTP/1.1 (it turns HTTP/2
+/// off for them, so that calls spread over the replicas) and keeps idle
+/// connections to reuse. Closing one while it is idle races with the API
+/// server's next request on it: a request written as the close arrives
+/// fails with `EOF` (the API server retries no POST), so the write is
+/// refused (failurePolicy Fail) or admitted unmutated (Ignore). From the
+/// start of shutdown every HTTP/1.1 answer says `Connection: close`, so a
+/// connection that carries one more request closes after it, which the
+/// client expects; only one idle for all of this time is closed idle.
+const IDLE_DRAIN: Duration = Duration::from_secs(2);
 
 /// Bounds on what a client can make the server wait for or hold, and on
 /// the admission work it takes on at once.
@@ -199,9 +214,10 @@ impl Server {
             .http2()
             .timer(TokioTimer::new())
             .max_concurrent_streams(256);
-        let graceful = GracefulShutdown::new();
-        // Each lingering close holds a sender; all gone, all closed.
+        // Every connection, and then its lingering close, holds a sender:
+        // all gone, all closed.
         let (lingering, mut lingered) = mpsc::channel::<()>(1);
+        let (closing, closing_seen) = watch::channel(false);
         let gate = Arc::new(Gate::new(
             limits.max_in_flight,
             limits.max_queued,
@@ -209,7 +225,7 @@ impl Server {
         ));
         let connection = |peer| Connection {
             builder: builder.clone(),
-            watcher: graceful.watcher(),
+            closing: closing_seen.clone(),
             webhook: webhook.clone(),
             gate: gate.clone(),
             lingering: lingering.clone(),
@@ -239,10 +255,12 @@ impl Server {
         drop(metrics_listener);
         reloader.abort();
         tracing::info!(
-            connections = graceful.count(),
+            connections = lingering.strong_count().saturating_sub(1),
             "shutting down: no new connections, finishing requests in flight"
         );
-        if tokio::time::timeout(limits.shutdown_grace, graceful.shutdown())
+        closing.send_replace(true);
+        drop(lingering);
+        if tokio::time::timeout(limits.shutdown_grace, lingered.recv())
             .await
             .is_err()
         {
@@ -251,9 +269,6 @@ impl Server {
                 "connections still open after the grace period"
             );
         }
-        // The connections' lingering closes, at most LINGER each.
-        drop(lingering);
-        let _ = tokio::time::timeout(LINGER, lingered.recv()).await;
         tracing::info!("shut down");
     }
 }
@@ -291,13 +306,39 @@ async fn reload_certificate(certificate: Arc<Certificate>, webhook: Arc<Webhook>
 /// Everything one accepted connection needs.
 struct Connection {
     builder: auto::Builder<TokioExecutor>,
-    watcher: Watcher,
+    /// Turns true when shutdown begins.
+    closing: watch::Receiver<bool>,
     webhook: Arc<Webhook>,
     gate: Arc<Gate>,
     limits: Limits,
     peer: SocketAddr,
-    /// Held by the connection's lingering close, so shutdown can wait for it.
+    /// Held while the connection is served and by its lingering close, so
+    /// shutdown can wait for both.
     lingering: mpsc::Sender<()>,
+}
+
+/// Serves `connection` until it ends. Once `closing` turns true it is
+/// closed gracefully (requests in flight are answered first): at once, or,
+/// with a `drain` (HTTP/1.1 admission, see [`IDLE_DRAIN`]), once it ends by
+/// itself after one more answer or `drain` has passed.
+async fn serve_until_closed<C: GracefulConnection>(
+    connection: C,
+    mut closing: watch::Receiver<bool>,
+    drain: Option<Duration>,
+) -> Result<(), C::Error> {
+    tokio::pin!(connection);
+    tokio::select! {
+        served = connection.as_mut() => return served,
+        // The server gone counts as closing.
+        _ = closing.wait_for(|closing| *closing) => {}
+    }
+    if let Some(drain) = drain
+        && let Ok(served) = tokio::time::timeout(drain, connection.as_mut()).await
+    {
+        return served;
+    }
+    connection.as_mut().graceful_shutdown();
+    connection.await
 }
 
 /// The answer to plain HTTP sent to the TLS port, as Go's servers give it.
@@ -346,11 +387,24 @@ impl Connection {
                     return;
                 }
             };
+        let http2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
         let webhook = self.webhook.clone();
         let gate = self.gate.clone();
         let limits = self.limits;
-        let service = service_fn(move |request| {
-            routes::admission(request, webhook.clone(), gate.clone(), limits)
+        let closing = self.closing.clone();
+        let service = service_fn(move |request: Request<Incoming>| {
+            let http1 = request.version() < Version::HTTP_2;
+            let answer = routes::admission(request, webhook.clone(), gate.clone(), limits);
+            let closing = closing.clone();
+            async move {
+                let mut response = answer.await?;
+                if http1 && *closing.borrow() {
+                    response
+                        .headers_mut()
+                        .insert(CONNECTION, HeaderValue::from_static("close"));
+                }
+                Ok::<_, Infallible>(response)
+            }
         });
         let tls = Lingering {
             stream: Some(tls),
@@ -360,7 +414,10 @@ impl Connection {
             .builder
             .serve_connection(TokioIo::new(tls), service)
             .into_owned();
-        if let Err(error) = self.watcher.watch(connection).await {
+        // HTTP/2 is told to go elsewhere at once (GOAWAY names the requests
+        // it will still answer; the client sends the others elsewhere).
+        let drain = (!http2).then_some(IDLE_DRAIN);
+        if let Err(error) = serve_until_closed(connection, self.closing, drain).await {
             tracing::debug!(%peer, %error, "connection ended with an error");
         }
     }
@@ -373,7 +430,7 @@ impl Connection {
             .builder
             .serve_connection(TokioIo::new(tcp), service)
             .into_owned();
-        if let Err(error) = self.watcher.watch(connection).await {
+        if let Err(error) = serve_until_closed(connection, self.closing, None).await {
             tracing::debug!(%peer, %error, "metrics connection ended with an error");
         }
     }
@@ -429,11 +486,11 @@ pub(crate) async fn read_body(
 /// still sends is read and dropped, for at most [`LINGER`], before the
 /// socket is closed. Closed at once, a socket with unread data in it
 /// answers with a RST, which makes the client discard what it had not read
-/// yet (an HTTP/2 GOAWAY saying which requests to send elsewhere) and fail
-/// the request it was writing ("write: broken pipe"): a write refused, or
-/// admitted unmutated, when a replica stops while the API server's
-/// kept-alive connection still reaches it. Go's HTTP server closes the same
-/// way.
+/// yet (the last answer, with its `Connection: close`; over HTTP/2 the
+/// GOAWAY saying which requests to send elsewhere) and fail the request it
+/// was writing ("write: broken pipe"): a write refused, or admitted
+/// unmutated, when a replica stops while the API server's kept-alive
+/// connection still reaches it. Go's HTTP server closes the same way.
 struct Lingering {
     stream: Option<TlsStream<TcpStream>>,
     held: Option<mpsc::Sender<()>>,

@@ -1336,3 +1336,125 @@ async fn shutdown_finishes_requests_in_flight_and_refuses_new_connections() {
         .unwrap()
         .unwrap();
 }
+
+/// One HTTP/1.1 request to `/v1/mutate` carrying `body`, written whole.
+fn mutate_request(body: &str) -> String {
+    format!(
+        "POST /v1/mutate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+/// Reads one HTTP/1.1 response (head and a `Content-Length` body) from
+/// `stream`: its head, lower-cased, and its body.
+async fn read_response(
+    stream: &mut (impl tokio::io::AsyncRead + Unpin),
+) -> Result<(String, String), String> {
+    let mut read = Vec::new();
+    let mut byte = [0u8; 1];
+    while !read.ends_with(b"\r\n\r\n") {
+        match stream.read(&mut byte).await {
+            Ok(1) => read.push(byte[0]),
+            Ok(_) => return Err(format!("closed after {read:?}")),
+            Err(error) => return Err(error.to_string()),
+        }
+    }
+    let head = String::from_utf8_lossy(&read).to_lowercase();
+    let length: usize = head
+        .lines()
+        .find_map(|line| line.strip_prefix("content-length: "))
+        .and_then(|length| length.trim().parse().ok())
+        .ok_or_else(|| format!("no content-length in {head}"))?;
+    let mut body = vec![0u8; length];
+    stream
+        .read_exact(&mut body)
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok((head, String::from_utf8_lossy(&body).into_owned()))
+}
+
+/// The API server keeps idle HTTP/1.1 connections to a webhook and reuses
+/// them. One that is idle when shutdown begins still answers the next
+/// request, with `Connection: close`, and is closed after it: closed at
+/// once, that request would fail (`EOF`) and its write be refused or
+/// admitted unmutated.
+#[tokio::test]
+async fn at_shutdown_an_idle_kept_alive_connection_answers_once_more_then_closes() {
+    let harness = Setup::new().start("shutdown-kept-alive").await;
+    let options = Options {
+        server_name: None,
+        ca_pem: harness.certs.ca_pem.clone(),
+        ..Options::default()
+    };
+    let body = review("admission.k8s.io/v1", "CREATE", "shop", pod()).to_string();
+    let mut kept = https::tls_stream(harness.addr, &options).await.unwrap();
+    kept.write_all(mutate_request(&body).as_bytes())
+        .await
+        .unwrap();
+    let (head, _) = read_response(&mut kept).await.unwrap();
+    assert!(head.starts_with("http/1.1 200 ok\r\n"), "{head}");
+    assert!(!head.contains("connection: close"), "{head}");
+    let Harness {
+        mut shutdown,
+        task,
+        dir: _dir,
+        ..
+    } = harness;
+    let _ = shutdown.take().unwrap().send(());
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    kept.write_all(mutate_request(&body).as_bytes())
+        .await
+        .unwrap();
+    let (head, answer) = tokio::time::timeout(Duration::from_secs(5), read_response(&mut kept))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(head.starts_with("http/1.1 200 ok\r\n"), "{head}");
+    assert!(head.contains("\r\nconnection: close\r\n"), "{head}");
+    assert!(answer.contains("\"patchType\":\"JSONPatch\""), "{answer}");
+    let mut rest = Vec::new();
+    tokio::time::timeout(Duration::from_secs(5), kept.read_to_end(&mut rest))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&rest), "");
+    tokio::time::timeout(Duration::from_secs(10), task)
+        .await
+        .unwrap()
+        .unwrap();
+}
+
+/// A kept-alive connection that carries no request after shutdown begins
+/// is closed once the drain has passed, and the server then stops.
+#[tokio::test]
+async fn at_shutdown_a_connection_left_idle_is_closed_after_the_drain() {
+    let harness = Setup::new().start("shutdown-idle").await;
+    let options = Options {
+        server_name: None,
+        ca_pem: harness.certs.ca_pem.clone(),
+        ..Options::default()
+    };
+    let body = review("admission.k8s.io/v1", "CREATE", "shop", pod()).to_string();
+    let mut idle = https::tls_stream(harness.addr, &options).await.unwrap();
+    idle.write_all(mutate_request(&body).as_bytes())
+        .await
+        .unwrap();
+    read_response(&mut idle).await.unwrap();
+    let Harness {
+        mut shutdown,
+        task,
+        dir: _dir,
+        ..
+    } = harness;
+    let _ = shutdown.take().unwrap().send(());
+    let mut rest = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), idle.read_to_end(&mut rest))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&rest), "");
+    tokio::time::timeout(Duration::from_secs(10), task)
+        .await
+        .unwrap()
+        .unwrap();
+}
