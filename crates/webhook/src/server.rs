@@ -67,7 +67,9 @@ pub struct Limits {
     pub header_read_timeout: Duration,
     /// Time allowed for a request's body to arrive.
     pub body_read_timeout: Duration,
-    /// How long shutdown waits for requests in flight.
+    /// How long shutdown waits for the connections to close: requests in
+    /// flight, a kept-alive HTTP/1.1 connection's next request (for up to
+    /// 2 s) and each close's lingering (up to 2 s).
     pub shutdown_grace: Duration,
     /// How often the certificate files are checked for changes.
     pub tls_reload_interval: Duration,

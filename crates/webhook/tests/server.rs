@@ -1458,3 +1458,107 @@ async fn at_shutdown_a_connection_left_idle_is_closed_after_the_drain() {
         .unwrap()
         .unwrap();
 }
+
+/// What one busy client saw through a shutdown: answers received once
+/// shutdown had begun, and requests written that got no answer.
+#[derive(Debug, Default)]
+struct Through {
+    closing_answers: usize,
+    lost: Vec<String>,
+}
+
+/// Sends `body` to `/v1/mutate` back to back on one kept-alive HTTP/1.1
+/// connection after another, until a new connection is refused.
+async fn busy_client(addr: SocketAddr, options: Options, body: String) -> Through {
+    use http_body_util::{BodyExt as _, Full};
+    use hyper::body::Bytes;
+    use hyper::header::{CONNECTION, CONTENT_TYPE, HOST};
+    use hyper_util::rt::TokioIo;
+
+    let body = Bytes::from(body);
+    let mut through = Through::default();
+    // Refused once the listener is gone: nothing was sent.
+    while let Ok(tls) = https::tls_stream(addr, &options).await {
+        let Ok((mut sender, connection)) =
+            hyper::client::conn::http1::handshake(TokioIo::new(tls)).await
+        else {
+            break;
+        };
+        tokio::spawn(connection);
+        // Closed before a request went out: nothing was sent on it.
+        while sender.ready().await.is_ok() {
+            let request = hyper::Request::post("/v1/mutate")
+                .header(HOST, "localhost")
+                .header(CONTENT_TYPE, "application/json")
+                .body(Full::new(body.clone()))
+                .unwrap();
+            match sender.send_request(request).await {
+                Ok(response) => {
+                    let status = response.status();
+                    let closing = response
+                        .headers()
+                        .get(CONNECTION)
+                        .is_some_and(|v| v == "close");
+                    let answer = response.into_body().collect().await.map(|b| b.to_bytes());
+                    match answer {
+                        Ok(_) if status == 200 => {}
+                        Ok(answer) => through.lost.push(format!("{status}: {answer:?}")),
+                        Err(error) => through.lost.push(format!("the answer's body: {error}")),
+                    }
+                    if closing {
+                        through.closing_answers += 1;
+                        break;
+                    }
+                }
+                Err(error) if error.is_canceled() => break,
+                Err(error) => {
+                    through.lost.push(error.to_string());
+                    break;
+                }
+            }
+        }
+    }
+    through
+}
+
+/// Clients that keep their connections busy through a shutdown, as the API
+/// server does in a rollout: every request written gets its answer, and
+/// those answered once shutdown has begun say `Connection: close`; what
+/// fails is only a new connection, refused before anything is sent.
+#[tokio::test]
+async fn requests_on_busy_kept_alive_connections_through_a_shutdown_are_all_answered() {
+    let harness = Setup::new().start("shutdown-busy").await;
+    let options = Options {
+        server_name: None,
+        ca_pem: harness.certs.ca_pem.clone(),
+        ..Options::default()
+    };
+    let body = review("admission.k8s.io/v1", "CREATE", "shop", pod()).to_string();
+    let clients: Vec<_> = (0..16)
+        .map(|_| tokio::spawn(busy_client(harness.addr, options.clone(), body.clone())))
+        .collect();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let Harness {
+        mut shutdown,
+        task,
+        dir: _dir,
+        ..
+    } = harness;
+    let _ = shutdown.take().unwrap().send(());
+    let mut lost = Vec::new();
+    let mut closing_answers = 0;
+    for client in clients {
+        let through = tokio::time::timeout(Duration::from_secs(15), client)
+            .await
+            .unwrap()
+            .unwrap();
+        lost.extend(through.lost);
+        closing_answers += through.closing_answers;
+    }
+    assert_eq!(lost, Vec::<String>::new());
+    assert_eq!(closing_answers, 16);
+    tokio::time::timeout(Duration::from_secs(10), task)
+        .await
+        .unwrap()
+        .unwrap();
+}
