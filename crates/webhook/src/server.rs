@@ -41,6 +41,14 @@ pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
 /// still sends (see [`Lingering`]).
 const LINGER: Duration = Duration::from_secs(2);
 
+/// How long an idle kept-alive HTTP/1.1 connection is kept (the default
+/// [`Limits::header_read_timeout`]): longer than the API server keeps one
+/// for reuse (90 s, Go's `http.DefaultTransport`), so that the API server
+/// closes it, never sartor while the API server may be writing to it (see
+/// [`IDLE_DRAIN`]). Go's webhook servers (controller-runtime's, which
+/// Gatekeeper's is) keep theirs 90 s.
+const KEPT_IDLE: Duration = Duration::from_secs(120);
+
 /// How long, once shutdown begins, an idle kept-alive HTTP/1.1 admission
 /// connection is left open for one more request before it is closed idle.
 ///
@@ -63,7 +71,9 @@ pub struct Limits {
     pub max_body_bytes: usize,
     /// Time allowed for the TLS handshake (and for the first byte of it).
     pub handshake_timeout: Duration,
-    /// Time allowed for a request's headers to arrive.
+    /// Time allowed for a request's headers to arrive, counted (by hyper)
+    /// from the end of the previous answer on a kept-alive connection, so
+    /// also how long an idle HTTP/1.1 connection is kept.
     pub header_read_timeout: Duration,
     /// Time allowed for a request's body to arrive.
     pub body_read_timeout: Duration,
@@ -91,7 +101,7 @@ impl Default for Limits {
         Limits {
             max_body_bytes: MAX_BODY_BYTES,
             handshake_timeout: Duration::from_secs(10),
-            header_read_timeout: Duration::from_secs(10),
+            header_read_timeout: KEPT_IDLE,
             body_read_timeout: Duration::from_secs(10),
             // Under Kubernetes' default 30 s termination grace period.
             shutdown_grace: Duration::from_secs(20),

@@ -1459,6 +1459,41 @@ async fn at_shutdown_a_connection_left_idle_is_closed_after_the_drain() {
         .unwrap();
 }
 
+/// hyper closes an idle kept-alive HTTP/1.1 connection once the header read
+/// timeout has passed since its last answer (2 s in this test). The
+/// API server keeps an idle connection to a webhook for 90 s and reuses it;
+/// closed first by the server, it fails the request the API server writes
+/// as the close arrives. So the default outlasts the API server's 90 s.
+#[tokio::test]
+async fn an_idle_kept_alive_connection_lives_as_long_as_the_header_read_timeout() {
+    assert!(Limits::default().header_read_timeout > Duration::from_secs(90));
+    let mut setup = Setup::new();
+    setup.limits.header_read_timeout = Duration::from_secs(2);
+    let harness = setup.start("kept-idle").await;
+    let options = Options {
+        server_name: None,
+        ca_pem: harness.certs.ca_pem.clone(),
+        ..Options::default()
+    };
+    let body = review("admission.k8s.io/v1", "CREATE", "shop", pod()).to_string();
+    let mut kept = https::tls_stream(harness.addr, &options).await.unwrap();
+    for idle in [0, 500] {
+        tokio::time::sleep(Duration::from_millis(idle)).await;
+        kept.write_all(mutate_request(&body).as_bytes())
+            .await
+            .unwrap();
+        let (head, _) = read_response(&mut kept).await.unwrap();
+        assert!(head.starts_with("http/1.1 200 ok\r\n"), "{head}");
+    }
+    let mut rest = Vec::new();
+    tokio::time::timeout(Duration::from_secs(5), kept.read_to_end(&mut rest))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&rest), "");
+    harness.stop().await;
+}
+
 /// What one busy client saw through a shutdown: answers received once
 /// shutdown had begun, and requests written that got no answer.
 #[derive(Debug, Default)]

@@ -287,10 +287,10 @@ pub fn a_killed_replica_loses_only_what_reached_it(suite: &mut Suite) -> Result<
     set_policy(node, Policy::Fail)?;
     let (tally, (killed_at, victim)) =
         during(node, "sigkill", Policy::Fail, &predictions, |writes| {
-            // The replica the API server's connection reached: the one whose
-            // count of answered requests grows (the API server keeps one
-            // HTTP/2 connection to the Service, which kube-proxy sent to one
-            // replica).
+            // The replica the API server's connections reached most: the one
+            // whose count of answered requests grows most (the API server
+            // reuses its kept-alive HTTP/1.1 connections to the Service, the
+            // most recent first, each sent to one replica by kube-proxy).
             let pods = replica_names(node, "sartor")?;
             let before: Vec<u64> = pods
                 .iter()
