@@ -729,6 +729,84 @@ impl RulesWriter {
         }
     }
 
+    /// With the rules pinned (`--webhook-rules pinned`) no replica keeps
+    /// the [`MAY_CHANGE`] condition in step with the mutators, so one left
+    /// by a replica that derived it (before the switch) would go on keeping
+    /// from sartor the objects of every mutator applied since: removes it,
+    /// and its annotation, leaving the rules and the install's own
+    /// conditions as they are. `Ok(true)` when it removed one; a write that
+    /// raced another is left to the next round (`Ok(false)`).
+    ///
+    /// # Errors
+    /// Reading or writing the configuration failed.
+    pub async fn remove_condition(&self) -> Result<bool, RulesError> {
+        let api: Api<MutatingWebhookConfiguration> = Api::all(self.client.clone());
+        let fail = |action: &str| {
+            let action = format!(
+                "{action} MutatingWebhookConfiguration {}",
+                self.configuration
+            );
+            move |source| RulesError::Api { action, source }
+        };
+        let Some(mut config) = api
+            .get_opt(&self.configuration)
+            .await
+            .map_err(fail("reading"))?
+        else {
+            return Ok(false);
+        };
+        let Some(webhook) = config
+            .webhooks
+            .iter_mut()
+            .flatten()
+            .find(|webhook| webhook.name == self.webhook)
+        else {
+            return Ok(false);
+        };
+        let conditions = webhook.match_conditions.take().unwrap_or_default();
+        let kept: Vec<MatchCondition> = conditions
+            .iter()
+            .filter(|condition| condition.name != MAY_CHANGE)
+            .cloned()
+            .collect();
+        if kept.len() == conditions.len() {
+            return Ok(false);
+        }
+        webhook.match_conditions = Some(kept).filter(|c| !c.is_empty());
+        if let Some(annotations) = config.metadata.annotations.as_mut() {
+            annotations.remove(DERIVED_CONDITION);
+        }
+        match api
+            .replace(&self.configuration, &crate::status::post_params(), &config)
+            .await
+        {
+            Ok(_) => Ok(true),
+            Err(kube::Error::Api(status)) if status.is_conflict() => Ok(false),
+            Err(source) => Err(fail("writing")(source)),
+        }
+    }
+
+    /// [`RulesWriter::remove_condition`] at once and every `every` (a
+    /// replica still deriving, in a rollout from derived to pinned rules,
+    /// may write it again), until dropped.
+    pub async fn run_pinned(self, every: Duration) {
+        loop {
+            match self.remove_condition().await {
+                Ok(true) => tracing::info!(
+                    configuration = %self.configuration,
+                    webhook = %self.webhook,
+                    condition = MAY_CHANGE,
+                    "the rules are pinned: removed the match condition a replica deriving them left"
+                ),
+                Ok(false) => {}
+                Err(error) => {
+                    tracing::warn!(%error, "removing the derived match condition; retrying")
+                }
+            }
+            tokio::time::sleep(every).await;
+        }
+    }
+
     /// Logs what changed since the last round.
     fn log(&self, action: &RulesAction, last: Option<&RulesAction>) {
         let configuration = &self.configuration;

@@ -25,6 +25,21 @@ pub fn installed(suite: &Suite) -> Result<Value, String> {
 }
 
 /// Waits until the installed rules are `want`.
+/// Waits until the mutating webhook's match conditions are named `names`.
+fn wait_conditions(suite: &Suite, names: &[&str]) -> Result<(), String> {
+    eventually("the match conditions", Duration::from_secs(20), || {
+        let installed: Vec<Value> = mutating_webhook(suite)?["matchConditions"]
+            .as_array()
+            .map(|conditions| conditions.iter().map(|c| c["name"].clone()).collect())
+            .unwrap_or_default();
+        same(
+            "the match conditions",
+            installed,
+            names.iter().map(|n| json!(n)).collect(),
+        )
+    })
+}
+
 fn wait_rules(suite: &Suite, what: &str, want: &Value) -> Result<(), String> {
     eventually(what, Duration::from_secs(20), || {
         same(what, &installed(suite)?, want)
@@ -264,6 +279,8 @@ pub fn pinned_rules_stay_as_installed(suite: &mut Suite) -> Result<(), String> {
     suite
         .plane
         .kubectl_with_input(&["apply", "-f", "-"], Some(POD_MUTATOR))?;
+    wait_rules(suite, "rules with a Pod mutator", &pod_rules())?;
+    wait_conditions(suite, &["not-a-policy-object", "sartor-may-change"])?;
     let port = suite.applied()?.webhook_port;
     if let Some(replica) = suite.replica.take() {
         replica.stop();
@@ -271,6 +288,11 @@ pub fn pinned_rules_stay_as_installed(suite: &mut Suite) -> Result<(), String> {
     let overlay = suite.applied()?.overlay_arg();
     suite.plane.kubectl(&["apply", "-k", &overlay])?;
     let install = installed(suite)?;
+    // Applying the install again keeps the derived condition (the list
+    // merges by name): kept, it would send sartor only what the Pod
+    // mutator changes, whatever mutators come later. The pinned replica
+    // removes it.
+    wait_conditions(suite, &["not-a-policy-object", "sartor-may-change"])?;
     let pinned = Sartor::start(
         suite,
         "replica-pinned",
@@ -278,6 +300,7 @@ pub fn pinned_rules_stay_as_installed(suite: &mut Suite) -> Result<(), String> {
         &["--webhook-rules", "pinned"],
     )?;
     wait_ca_injected(suite)?;
+    wait_conditions(suite, &["not-a-policy-object"])?;
     // Five check intervals: nothing rewrote them.
     std::thread::sleep(Duration::from_secs(5));
     same(
@@ -389,17 +412,7 @@ pub fn an_outage_blocks_only_what_sartor_would_change(suite: &mut Suite) -> Resu
         .plane
         .kubectl_with_input(&["apply", "-f", "-"], Some(POD_MUTATOR))?;
     wait_rules(suite, "rules with a Pod mutator", &pod_rules())?;
-    eventually("the derived condition", Duration::from_secs(20), || {
-        let names: Vec<Value> = mutating_webhook(suite)?["matchConditions"]
-            .as_array()
-            .map(|conditions| conditions.iter().map(|c| c["name"].clone()).collect())
-            .unwrap_or_default();
-        same(
-            "the match conditions",
-            names,
-            vec![json!("not-a-policy-object"), json!("sartor-may-change")],
-        )
-    })?;
+    wait_conditions(suite, &["not-a-policy-object", "sartor-may-change"])?;
     replica(suite)?;
     let sartor = suite.replica.as_ref().ok_or("no replica")?;
     eventually("the condition's metrics", Duration::from_secs(20), || {

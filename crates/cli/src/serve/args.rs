@@ -83,7 +83,9 @@ pub struct ServeArgs {
     /// Cluster mode: `derived` keeps the rules of the mutating webhook
     /// (mutation.sartor.dev) equal to what the enforced mutators can mutate,
     /// so the API server sends sartor nothing else; `pinned` leaves them as
-    /// installed. Empty rules (the emergency off switch) are left alone.
+    /// installed (and removes the derived match condition, which nothing
+    /// would keep in step with the mutators). Empty rules (the emergency off
+    /// switch) are left alone.
     #[arg(long, value_enum, default_value_t = WebhookRules::Derived)]
     pub(super) webhook_rules: WebhookRules,
     /// Cluster mode, with --webhook-rules derived: `derived` keeps a match

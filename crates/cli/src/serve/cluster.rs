@@ -101,19 +101,21 @@ pub(super) async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
         kinds = %watched.iter().map(|w| format!("{}.{}", w.resource.plural, w.resource.group)).collect::<Vec<_>>().join(", "),
         "watching mutators"
     );
-    if args.webhook_rules == WebhookRules::Derived {
-        let rules = RulesWriter::new(
-            client.clone(),
-            wired.feed.metrics().clone(),
-            &args.mutating_webhook_configuration,
-            MUTATING_WEBHOOK,
-        )
-        .deriving_condition(args.webhook_match_condition == WebhookMatchCondition::Derived);
-        tokio::spawn(rules.run(
-            wired.feed.state().subscribe(),
-            Duration::from_secs(args.cert_check_interval),
-        ));
-    }
+    let rules = RulesWriter::new(
+        client.clone(),
+        wired.feed.metrics().clone(),
+        &args.mutating_webhook_configuration,
+        MUTATING_WEBHOOK,
+    );
+    let every = Duration::from_secs(args.cert_check_interval);
+    match args.webhook_rules {
+        WebhookRules::Derived => tokio::spawn(
+            rules
+                .deriving_condition(args.webhook_match_condition == WebhookMatchCondition::Derived)
+                .run(wired.feed.state().subscribe(), every),
+        ),
+        WebhookRules::Pinned => tokio::spawn(rules.run_pinned(every)),
+    };
     // Turns true at SIGTERM, before the drain: what must hand over to
     // another replica (the audit's Lease) does so at once.
     let (stopping_tx, stopping_rx) = tokio::sync::watch::channel(false);
