@@ -138,6 +138,33 @@ impl Harness {
         https::connect(self.addr, &self.certs.ca_pem).await.unwrap()
     }
 
+    /// A raw TLS connection (HTTP/1.1 by ALPN) that has had one answer to
+    /// `body` on `/v1/mutate`, and so is kept alive.
+    async fn kept_alive(
+        &self,
+        body: &str,
+    ) -> tokio_rustls::client::TlsStream<tokio::net::TcpStream> {
+        let options = Options {
+            server_name: None,
+            ca_pem: self.certs.ca_pem.clone(),
+            ..Options::default()
+        };
+        let mut kept = https::tls_stream(self.addr, &options).await.unwrap();
+        kept.write_all(mutate_request(body).as_bytes())
+            .await
+            .unwrap();
+        let (head, _) = read_response(&mut kept).await.unwrap();
+        assert!(head.starts_with("http/1.1 200 ok\r\n"), "{head}");
+        kept
+    }
+
+    /// Begins shutdown; the server's task, to await, and the certificates'
+    /// directory, to keep until then.
+    fn begin_shutdown(mut self) -> (JoinHandle<()>, TempDir) {
+        let _ = self.shutdown.take().unwrap().send(());
+        (self.task, self.dir)
+    }
+
     async fn mutate(&self, review: &Value) -> Value {
         let answer = self
             .client()
@@ -1381,26 +1408,9 @@ async fn read_response(
 #[tokio::test]
 async fn at_shutdown_an_idle_kept_alive_connection_answers_once_more_then_closes() {
     let harness = Setup::new().start("shutdown-kept-alive").await;
-    let options = Options {
-        server_name: None,
-        ca_pem: harness.certs.ca_pem.clone(),
-        ..Options::default()
-    };
     let body = review("admission.k8s.io/v1", "CREATE", "shop", pod()).to_string();
-    let mut kept = https::tls_stream(harness.addr, &options).await.unwrap();
-    kept.write_all(mutate_request(&body).as_bytes())
-        .await
-        .unwrap();
-    let (head, _) = read_response(&mut kept).await.unwrap();
-    assert!(head.starts_with("http/1.1 200 ok\r\n"), "{head}");
-    assert!(!head.contains("connection: close"), "{head}");
-    let Harness {
-        mut shutdown,
-        task,
-        dir: _dir,
-        ..
-    } = harness;
-    let _ = shutdown.take().unwrap().send(());
+    let mut kept = harness.kept_alive(&body).await;
+    let (task, _dir) = harness.begin_shutdown();
     tokio::time::sleep(Duration::from_millis(300)).await;
     kept.write_all(mutate_request(&body).as_bytes())
         .await
@@ -1412,16 +1422,8 @@ async fn at_shutdown_an_idle_kept_alive_connection_answers_once_more_then_closes
     assert!(head.starts_with("http/1.1 200 ok\r\n"), "{head}");
     assert!(head.contains("\r\nconnection: close\r\n"), "{head}");
     assert!(answer.contains("\"patchType\":\"JSONPatch\""), "{answer}");
-    let mut rest = Vec::new();
-    tokio::time::timeout(Duration::from_secs(5), kept.read_to_end(&mut rest))
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(String::from_utf8_lossy(&rest), "");
-    tokio::time::timeout(Duration::from_secs(10), task)
-        .await
-        .unwrap()
-        .unwrap();
+    closed(&mut kept).await;
+    stopped(task).await;
 }
 
 /// A kept-alive connection that carries no request after shutdown begins
@@ -1429,30 +1431,25 @@ async fn at_shutdown_an_idle_kept_alive_connection_answers_once_more_then_closes
 #[tokio::test]
 async fn at_shutdown_a_connection_left_idle_is_closed_after_the_drain() {
     let harness = Setup::new().start("shutdown-idle").await;
-    let options = Options {
-        server_name: None,
-        ca_pem: harness.certs.ca_pem.clone(),
-        ..Options::default()
-    };
     let body = review("admission.k8s.io/v1", "CREATE", "shop", pod()).to_string();
-    let mut idle = https::tls_stream(harness.addr, &options).await.unwrap();
-    idle.write_all(mutate_request(&body).as_bytes())
-        .await
-        .unwrap();
-    read_response(&mut idle).await.unwrap();
-    let Harness {
-        mut shutdown,
-        task,
-        dir: _dir,
-        ..
-    } = harness;
-    let _ = shutdown.take().unwrap().send(());
+    let mut idle = harness.kept_alive(&body).await;
+    let (task, _dir) = harness.begin_shutdown();
+    closed(&mut idle).await;
+    stopped(task).await;
+}
+
+/// Reads until `stream` closes (within 10 s), expecting nothing more.
+async fn closed(stream: &mut (impl tokio::io::AsyncRead + Unpin)) {
     let mut rest = Vec::new();
-    tokio::time::timeout(Duration::from_secs(10), idle.read_to_end(&mut rest))
+    tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut rest))
         .await
         .unwrap()
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&rest), "");
+}
+
+/// Waits (10 s at most) for the server's task to end.
+async fn stopped(task: JoinHandle<()>) {
     tokio::time::timeout(Duration::from_secs(10), task)
         .await
         .unwrap()
@@ -1470,27 +1467,15 @@ async fn an_idle_kept_alive_connection_lives_as_long_as_the_header_read_timeout(
     let mut setup = Setup::new();
     setup.limits.header_read_timeout = Duration::from_secs(2);
     let harness = setup.start("kept-idle").await;
-    let options = Options {
-        server_name: None,
-        ca_pem: harness.certs.ca_pem.clone(),
-        ..Options::default()
-    };
     let body = review("admission.k8s.io/v1", "CREATE", "shop", pod()).to_string();
-    let mut kept = https::tls_stream(harness.addr, &options).await.unwrap();
-    for idle in [0, 500] {
-        tokio::time::sleep(Duration::from_millis(idle)).await;
-        kept.write_all(mutate_request(&body).as_bytes())
-            .await
-            .unwrap();
-        let (head, _) = read_response(&mut kept).await.unwrap();
-        assert!(head.starts_with("http/1.1 200 ok\r\n"), "{head}");
-    }
-    let mut rest = Vec::new();
-    tokio::time::timeout(Duration::from_secs(5), kept.read_to_end(&mut rest))
+    let mut kept = harness.kept_alive(&body).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    kept.write_all(mutate_request(&body).as_bytes())
         .await
-        .unwrap()
         .unwrap();
-    assert_eq!(String::from_utf8_lossy(&rest), "");
+    let (head, _) = read_response(&mut kept).await.unwrap();
+    assert!(head.starts_with("http/1.1 200 ok\r\n"), "{head}");
+    closed(&mut kept).await;
     harness.stop().await;
 }
 
@@ -1573,13 +1558,7 @@ async fn requests_on_busy_kept_alive_connections_through_a_shutdown_are_all_answ
         .map(|_| tokio::spawn(busy_client(harness.addr, options.clone(), body.clone())))
         .collect();
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let Harness {
-        mut shutdown,
-        task,
-        dir: _dir,
-        ..
-    } = harness;
-    let _ = shutdown.take().unwrap().send(());
+    let (task, _dir) = harness.begin_shutdown();
     let mut lost = Vec::new();
     let mut closing_answers = 0;
     for client in clients {
@@ -1592,8 +1571,5 @@ async fn requests_on_busy_kept_alive_connections_through_a_shutdown_are_all_answ
     }
     assert_eq!(lost, Vec::<String>::new());
     assert_eq!(closing_answers, 16);
-    tokio::time::timeout(Duration::from_secs(10), task)
-        .await
-        .unwrap()
-        .unwrap();
+    stopped(task).await;
 }
