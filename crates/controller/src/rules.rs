@@ -556,19 +556,7 @@ impl RulesWriter {
         round: Round,
     ) -> Result<RulesAction, RulesError> {
         let targets = system.targets();
-        let api: Api<MutatingWebhookConfiguration> = Api::all(self.client.clone());
-        let fail = |action: &str| {
-            let action = format!(
-                "{action} MutatingWebhookConfiguration {}",
-                self.configuration
-            );
-            move |source| RulesError::Api { action, source }
-        };
-        let Some(mut config) = api
-            .get_opt(&self.configuration)
-            .await
-            .map_err(fail("reading"))?
-        else {
+        let Some(mut config) = self.read().await? else {
             self.metrics
                 .set_webhook_rules(RulesState::Missing, Some(&[]));
             return Ok(RulesAction::Missing);
@@ -654,11 +642,8 @@ impl RulesWriter {
                 ),
                 false => annotations.remove(DERIVED_CONDITION),
             };
-            match api
-                .replace(&self.configuration, &crate::status::post_params(), &config)
-                .await
-            {
-                Ok(_) => {
+            match self.write(&config).await {
+                Ok(true) => {
                     self.metrics
                         .set_webhook_rules(state, Some(&resources(&want)));
                     tracing::info!(
@@ -676,8 +661,8 @@ impl RulesWriter {
                     }
                     RulesAction::Written(summary(&want))
                 }
-                Err(kube::Error::Api(status)) if status.is_conflict() => RulesAction::Raced,
-                Err(source) => return Err(fail("writing")(source)),
+                Ok(false) => RulesAction::Raced,
+                Err(error) => return Err(error),
             }
         };
         match discovery {
@@ -740,19 +725,7 @@ impl RulesWriter {
     /// # Errors
     /// Reading or writing the configuration failed.
     pub async fn remove_condition(&self) -> Result<bool, RulesError> {
-        let api: Api<MutatingWebhookConfiguration> = Api::all(self.client.clone());
-        let fail = |action: &str| {
-            let action = format!(
-                "{action} MutatingWebhookConfiguration {}",
-                self.configuration
-            );
-            move |source| RulesError::Api { action, source }
-        };
-        let Some(mut config) = api
-            .get_opt(&self.configuration)
-            .await
-            .map_err(fail("reading"))?
-        else {
+        let Some(mut config) = self.read().await? else {
             return Ok(false);
         };
         let Some(webhook) = config
@@ -776,13 +749,37 @@ impl RulesWriter {
         if let Some(annotations) = config.metadata.annotations.as_mut() {
             annotations.remove(DERIVED_CONDITION);
         }
-        match api
-            .replace(&self.configuration, &crate::status::post_params(), &config)
+        self.write(&config).await
+    }
+
+    /// The configuration, `None` when it is not installed.
+    async fn read(&self) -> Result<Option<MutatingWebhookConfiguration>, RulesError> {
+        Api::<MutatingWebhookConfiguration>::all(self.client.clone())
+            .get_opt(&self.configuration)
+            .await
+            .map_err(|source| self.error("reading", source))
+    }
+
+    /// Replaces the configuration with `config`: `Ok(false)` when another
+    /// writer changed it since it was read (409).
+    async fn write(&self, config: &MutatingWebhookConfiguration) -> Result<bool, RulesError> {
+        match Api::<MutatingWebhookConfiguration>::all(self.client.clone())
+            .replace(&self.configuration, &crate::status::post_params(), config)
             .await
         {
             Ok(_) => Ok(true),
             Err(kube::Error::Api(status)) if status.is_conflict() => Ok(false),
-            Err(source) => Err(fail("writing")(source)),
+            Err(source) => Err(self.error("writing", source)),
+        }
+    }
+
+    fn error(&self, action: &str, source: kube::Error) -> RulesError {
+        RulesError::Api {
+            action: format!(
+                "{action} MutatingWebhookConfiguration {}",
+                self.configuration
+            ),
+            source,
         }
     }
 
