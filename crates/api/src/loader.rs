@@ -348,7 +348,10 @@ fn visit_documents_in_str(
             .enumerate()
         {
             match value {
-                Ok(value) => visit_value(origin.document(i + 1), value, visit),
+                Ok(mut value) => {
+                    whole_numbers_as_integers(&mut value);
+                    visit_value(origin.document(i + 1), value, visit);
+                }
                 Err(e) => {
                     visit(Err(LoadError::new(origin.document(i + 1), e)));
                     break;
@@ -418,9 +421,12 @@ fn yaml_to_json(value: serde_yaml::Value, at: &str) -> Result<Value, Invalid> {
                 Value::from(u)
             } else {
                 let f = n.as_f64().unwrap_or(f64::NAN);
-                serde_json::Number::from_f64(f)
-                    .map(Value::Number)
-                    .ok_or_else(|| invalid(format!("{n} is not a JSON number")))?
+                match as_integer(f) {
+                    Some(i) => Value::from(i),
+                    None => serde_json::Number::from_f64(f)
+                        .map(Value::Number)
+                        .ok_or_else(|| invalid(format!("{n} is not a JSON number")))?,
+                }
             }
         }
         Yaml::String(s) => Value::String(s),
@@ -454,6 +460,32 @@ fn yaml_to_json(value: serde_yaml::Value, at: &str) -> Result<Value, Invalid> {
             return Err(invalid(format!("YAML tag {} is not supported", tagged.tag)));
         }
     })
+}
+
+/// A whole number written as a float (`1.0`, `1e3`) as the cluster stores
+/// it: an integer. kubectl sends it as `1` (its YAML is read into a Go
+/// float64, which JSON writes without a fraction) and the API server reads
+/// that back as an int64, so Gatekeeper and the webhook see `1`; the
+/// offline commands read it the same way. Past int64 it stays a float, as
+/// there.
+fn as_integer(f: f64) -> Option<i64> {
+    // 2^63: the first float past int64.
+    const PAST_I64: f64 = 9_223_372_036_854_775_808.0;
+    (f.fract() == 0.0 && (-PAST_I64..PAST_I64).contains(&f)).then_some(f as i64)
+}
+
+/// [`as_integer`] throughout a JSON document.
+fn whole_numbers_as_integers(value: &mut Value) {
+    match value {
+        Value::Number(n) if n.is_f64() => {
+            if let Some(i) = n.as_f64().and_then(as_integer) {
+                *value = Value::from(i);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(whole_numbers_as_integers),
+        Value::Object(map) => map.values_mut().for_each(whole_numbers_as_integers),
+        _ => {}
+    }
 }
 
 /// The items of a `List` document (`kind: List`, or `kind: <Kind>List` with `items`).

@@ -450,6 +450,40 @@ fn yaml_reads_as_kubectl_reads_it() {
         ),
         ["inf.yaml: document 1: spec.parameters.assign.value: .inf is not a JSON number"]
     );
+    // A whole number written as a float is an integer, as kubectl sends it
+    // and the API server stores it; past int64 it stays a float. JSON input
+    // reads the same.
+    let value = "[1.0, 1e3, -0.0, 1.5, 4503599627370497.0, 1e19, -9223372036854775808.0]";
+    let expected = serde_json::json!([1, 1000, 0, 1.5, 4503599627370497_i64, 1e19, i64::MIN]);
+    for (file, text, json) in [
+        (
+            "numbers.yaml",
+            doc(&format!(
+                "{{location: a, parameters: {{assign: {{value: {value}}}}}}}"
+            )),
+            false,
+        ),
+        (
+            "numbers.json",
+            format!(
+                r#"{{"apiVersion": "mutations.sartor.dev/v1", "kind": "Assign", "metadata": {{"name": "a"}},
+                    "spec": {{"location": "a", "parameters": {{"assign": {{"value": {value}}}}}}}}}"#
+            ),
+            true,
+        ),
+    ] {
+        let (documents, errors) = read_documents_from_str(file, &text, json);
+        assert!(errors.is_empty(), "{file}: {errors:?}");
+        assert_eq!(
+            documents[0].value["spec"]["parameters"]["assign"]["value"], expected,
+            "{file}"
+        );
+        assert_eq!(
+            documents[0].value["spec"]["parameters"]["assign"]["value"].to_string(),
+            "[1,1000,0,1.5,4503599627370497,1e+19,-9223372036854775808]",
+            "{file}"
+        );
+    }
     // A tag is an error for its document only; the next document is still read.
     let text = format!(
         "{}---\n{}",

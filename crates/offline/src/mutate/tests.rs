@@ -774,6 +774,46 @@ spec:
     assert!(out.contains("    inject: \"yes\"\n"), "{out}");
 }
 
+#[test]
+fn a_whole_number_written_as_a_float_is_previewed_as_the_cluster_stores_it() {
+    // kubectl sends `2e3` and `1.0` as `2000` and `1`, and the API server
+    // stores the mutator and the Pod so: the preview writes what the
+    // webhook would.
+    let assign = "apiVersion: mutations.sartor.dev/v1
+kind: Assign
+metadata: {name: priority}
+spec:
+  applyTo: [{groups: [''], versions: [v1], kinds: [Pod]}]
+  location: spec.priority
+  parameters: {assign: {value: 2e3}}
+";
+    let pod = POD.replace(
+        "image: nginx}",
+        "image: nginx}]\n  overhead: {cpu: 1.0}\n  x: [1.5",
+    );
+    let dir = scratch("numbers", &[("m.yaml", assign), ("pod.yaml", &pod)]);
+    let Ran { exit, out, err } = run_mutate(&dir, &["-m", "m.yaml", "pod.yaml"], "");
+    assert_eq!((exit, err.as_str()), (Exit::Ok, ""));
+    assert_eq!(
+        out,
+        "apiVersion: v1
+kind: Pod
+metadata:
+  name: web
+  namespace: shop
+spec:
+  containers:
+  - image: nginx
+    name: app
+  overhead:
+    cpu: 1
+  priority: 2000
+  x:
+  - 1.5
+"
+    );
+}
+
 /// Gatekeeper's external data examples (its docs' Provider, Assign and
 /// AssignMetadata) load unchanged and mutate with recorded answers; without
 /// them, the keys asked are named.
