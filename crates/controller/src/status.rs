@@ -186,6 +186,12 @@ impl StatusWriter {
                             written.remove(&key);
                         }
                         Err(failures) => {
+                            // The API server may have applied it all the
+                            // same (an answer lost, a timeout): withdrawn at
+                            // shutdown whatever the retry makes of it.
+                            if write.status.is_some() {
+                                written.insert(key.clone());
+                            }
                             // A newer entry received later replaces this retry.
                             let due = Instant::now() + self.backoff(failures);
                             pending.insert(key, Pending { status: write.status, failures, due });

@@ -399,6 +399,58 @@ async fn a_failed_status_write_is_retried_and_never_holds_up_mutation() {
     assert_eq!(status_patches(&server, "assign", "a").len(), 3);
 }
 
+/// A status write whose answer was an error may have been applied all the
+/// same (an answer lost, a timeout): a replica stopping before its retry
+/// withdraws that entry too, or it would stay for a replica that is gone.
+#[tokio::test]
+async fn a_status_write_that_failed_is_withdrawn_at_shutdown_before_its_retry() {
+    let server = ApiServer::start().await;
+    let status = "/apis/mutations.sartor.dev/v1/assign/a/status";
+    server.fail("PATCH", status, 500, 1);
+    let client = client(&server);
+    let namespaces = NamespaceCache::new(client.clone());
+    let (publisher, state) = sartor_state::channel(Arc::new(Accepting));
+    let metrics = Arc::new(Metrics::new(&mut Registry::with_prefix("sartor")));
+    // The retry would come long after the test.
+    let limits = StatusLimits {
+        per_second: 1000.0,
+        first_retry: Duration::from_secs(600),
+        max_retry: Duration::from_secs(600),
+    };
+    let (writer, queue) = StatusWriter::new(client.clone(), "pod-a", limits);
+    let stopping = queue.clone();
+    let listed = namespaces.listed();
+    let watch = MutatorWatch {
+        client: client.clone(),
+        feed: Feed::new(publisher, metrics),
+        pod: "pod-a".to_string(),
+        watched: watched(&client, false).await,
+    };
+    let writer = tokio::spawn(writer.run());
+    let tasks = [
+        tokio::spawn(namespaces.run()),
+        tokio::spawn(watch.run(listed, queue)),
+    ];
+    eventually("ready", || state.is_ready()).await;
+    server.put(assign("a", "spec.x"));
+    eventually("the write refused", || {
+        status_patches(&server, "assign", "a").len() == 1
+    })
+    .await;
+
+    stopping.withdraw_all();
+    tokio::time::timeout(WAIT, writer).await.unwrap().unwrap();
+    let bodies: Vec<Value> = status_patches(&server, "assign", "a")
+        .into_iter()
+        .filter_map(|call| call.body.map(|body| body["status"].clone()))
+        .collect();
+    assert_eq!(bodies.len(), 2, "{bodies:?}");
+    assert_eq!(bodies.get(1), Some(&json!({})));
+    for task in tasks {
+        task.abort();
+    }
+}
+
 /// Gatekeeper's kinds are watched only where discovery finds them served,
 /// and discovery runs only with compat. (Enforcing them without writing
 /// their status is in the cluster suite, with all four of Gatekeeper's CRDs.)
