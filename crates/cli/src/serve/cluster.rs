@@ -172,20 +172,29 @@ pub(super) async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
         .run(async move {
             shutdown_signal().await;
             let _ = stopping_tx.send(true);
+            // A gone replica's status entries would read as enforcement that
+            // is not there. Withdrawn from SIGTERM, beside the drain (the
+            // endpoint has left by now), so a long drain cannot leave them
+            // to the kill at the end of the grace period.
+            stopping.withdraw_all();
         })
         .await;
     drop(stopping_rx);
-    if let Some(task) = lease_task
-        && tokio::time::timeout(STATUS_WITHDRAW_TIMEOUT, task)
-            .await
-            .is_err()
-    {
+    // What the drain has not left them: one bound for both, inside the
+    // grace period (5 s pause + 20 s drain at most + this).
+    let lease = async {
+        if let Some(task) = lease_task {
+            let _ = task.await;
+        }
+    };
+    let (lease, withdrawn) = tokio::join!(
+        tokio::time::timeout(STATUS_WITHDRAW_TIMEOUT, lease),
+        tokio::time::timeout(STATUS_WITHDRAW_TIMEOUT, writer),
+    );
+    if lease.is_err() {
         tracing::warn!("the audit's lease was not released in time; it expires on its own");
     }
-    // A gone replica's status entries would read as enforcement that is not
-    // there; withdraw them, within what is left of the grace period.
-    stopping.withdraw_all();
-    match tokio::time::timeout(STATUS_WITHDRAW_TIMEOUT, writer).await {
+    match withdrawn {
         Ok(_) => tracing::info!("status entries withdrawn"),
         Err(_) => tracing::warn!(
             "status entries not all withdrawn in time; they stay until a replica with this name replaces them"
@@ -221,8 +230,10 @@ const AUDIT_LEASE_DURATION: Duration = Duration::from_secs(15);
 /// as the install names it.
 const MUTATING_WEBHOOK: &str = "mutation.sartor.dev";
 
-/// How long a stopping replica spends withdrawing its status entries (after
-/// up to 20 s of draining requests, inside the install's 30 s grace period).
+/// How long a stopping replica still waits, once the drain is over, for its
+/// status entries' withdrawal and the audit Lease's release (both begun at
+/// SIGTERM): 5 s pause + up to 20 s of drain + this, inside the install's
+/// 30 s grace period.
 const STATUS_WITHDRAW_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// Makes the first managed certificate, retrying until it works; `false`
