@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::admissionregistration::v1::MatchCondition;
 use k8s_openapi::api::admissionregistration::v1::{
-    MutatingWebhookConfiguration, RuleWithOperations,
+    MutatingWebhook, MutatingWebhookConfiguration, RuleWithOperations,
 };
 use kube::{Api, Client, Discovery};
 use sartor_engine::{Operation, Operations, Scopes, System, Targets};
@@ -567,12 +567,7 @@ impl RulesWriter {
             .as_ref()
             .and_then(|a| a.get(DERIVED_RULES))
             .cloned();
-        let Some(webhook) = config
-            .webhooks
-            .iter_mut()
-            .flatten()
-            .find(|webhook| webhook.name == self.webhook)
-        else {
+        let Some(webhook) = self.own_webhook(&mut config) else {
             self.metrics
                 .set_webhook_rules(RulesState::Missing, Some(&[]));
             return Ok(RulesAction::Missing);
@@ -728,12 +723,7 @@ impl RulesWriter {
         let Some(mut config) = self.read().await? else {
             return Ok(false);
         };
-        let Some(webhook) = config
-            .webhooks
-            .iter_mut()
-            .flatten()
-            .find(|webhook| webhook.name == self.webhook)
-        else {
+        let Some(webhook) = self.own_webhook(&mut config) else {
             return Ok(false);
         };
         let conditions = webhook.match_conditions.take().unwrap_or_default();
@@ -758,6 +748,19 @@ impl RulesWriter {
             .get_opt(&self.configuration)
             .await
             .map_err(|source| self.error("reading", source))
+    }
+
+    /// The webhook of `config` this writer keeps (the install's
+    /// `mutation.sartor.dev`); `None` when someone removed it.
+    fn own_webhook<'a>(
+        &self,
+        config: &'a mut MutatingWebhookConfiguration,
+    ) -> Option<&'a mut MutatingWebhook> {
+        config
+            .webhooks
+            .iter_mut()
+            .flatten()
+            .find(|webhook| webhook.name == self.webhook)
     }
 
     /// Replaces the configuration with `config`: `Ok(false)` when another
