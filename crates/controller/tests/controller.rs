@@ -17,7 +17,8 @@ use std::time::Duration;
 use prometheus_client::encoding::text::encode;
 use prometheus_client::registry::Registry;
 use sartor_controller::{
-    Feed, Metrics, MutatorWatch, NamespaceCache, StatusLimits, StatusWriter, Watched, watched,
+    Feed, Metrics, MutatorWatch, NamespaceCache, StatusLimits, StatusQueue, StatusWriter, Watched,
+    watched,
 };
 use sartor_state::{Accepting, MutatorCrd, State};
 use sartor_tests::apiserver::{ApiServer, Call};
@@ -47,28 +48,41 @@ struct Replica {
     state: State,
     registry: Registry,
     tasks: Vec<tokio::task::JoinHandle<()>>,
+    /// The status writer's task, until a test takes it to see it end.
+    writer: Option<tokio::task::JoinHandle<()>>,
+    /// Its queue, as serve keeps it for the shutdown.
+    status: StatusQueue,
 }
 
 impl Drop for Replica {
     fn drop(&mut self) {
-        for task in &self.tasks {
+        for task in self.tasks.iter().chain(&self.writer) {
             task.abort();
         }
     }
 }
 
 async fn replica(server: &ApiServer, gatekeeper_compat: bool) -> Replica {
-    let client = client(server);
-    let namespaces = NamespaceCache::new(client.clone());
-    let (publisher, state) = sartor_state::channel(Arc::new(Accepting));
-    let mut registry = Registry::with_prefix("sartor");
-    let metrics = Arc::new(Metrics::new(&mut registry));
     let limits = StatusLimits {
         per_second: 1000.0,
         first_retry: Duration::from_millis(20),
         max_retry: Duration::from_millis(100),
     };
+    replica_with(server, gatekeeper_compat, limits).await
+}
+
+async fn replica_with(
+    server: &ApiServer,
+    gatekeeper_compat: bool,
+    limits: StatusLimits,
+) -> Replica {
+    let client = client(server);
+    let namespaces = NamespaceCache::new(client.clone());
+    let (publisher, state) = sartor_state::channel(Arc::new(Accepting));
+    let mut registry = Registry::with_prefix("sartor");
+    let metrics = Arc::new(Metrics::new(&mut registry));
     let (writer, queue) = StatusWriter::new(client.clone(), "pod-a", limits);
+    let status = queue.clone();
     let listed = namespaces.listed();
     let watch = MutatorWatch {
         client: client.clone(),
@@ -77,7 +91,6 @@ async fn replica(server: &ApiServer, gatekeeper_compat: bool) -> Replica {
         watched: watched(&client, gatekeeper_compat).await,
     };
     let tasks = vec![
-        tokio::spawn(writer.run()),
         tokio::spawn(namespaces.run()),
         tokio::spawn(watch.run(listed, queue)),
     ];
@@ -85,6 +98,8 @@ async fn replica(server: &ApiServer, gatekeeper_compat: bool) -> Replica {
         state,
         registry,
         tasks,
+        writer: Some(tokio::spawn(writer.run())),
+        status,
     }
 }
 
@@ -407,38 +422,22 @@ async fn a_status_write_that_failed_is_withdrawn_at_shutdown_before_its_retry() 
     let server = ApiServer::start().await;
     let status = "/apis/mutations.sartor.dev/v1/assign/a/status";
     server.fail("PATCH", status, 500, 1);
-    let client = client(&server);
-    let namespaces = NamespaceCache::new(client.clone());
-    let (publisher, state) = sartor_state::channel(Arc::new(Accepting));
-    let metrics = Arc::new(Metrics::new(&mut Registry::with_prefix("sartor")));
     // The retry would come long after the test.
     let limits = StatusLimits {
         per_second: 1000.0,
         first_retry: Duration::from_secs(600),
         max_retry: Duration::from_secs(600),
     };
-    let (writer, queue) = StatusWriter::new(client.clone(), "pod-a", limits);
-    let stopping = queue.clone();
-    let listed = namespaces.listed();
-    let watch = MutatorWatch {
-        client: client.clone(),
-        feed: Feed::new(publisher, metrics),
-        pod: "pod-a".to_string(),
-        watched: watched(&client, false).await,
-    };
-    let writer = tokio::spawn(writer.run());
-    let tasks = [
-        tokio::spawn(namespaces.run()),
-        tokio::spawn(watch.run(listed, queue)),
-    ];
-    eventually("ready", || state.is_ready()).await;
+    let mut replica = replica_with(&server, false, limits).await;
+    eventually("ready", || replica.state.is_ready()).await;
     server.put(assign("a", "spec.x"));
     eventually("the write refused", || {
         status_patches(&server, "assign", "a").len() == 1
     })
     .await;
 
-    stopping.withdraw_all();
+    replica.status.withdraw_all();
+    let writer = replica.writer.take().unwrap();
     tokio::time::timeout(WAIT, writer).await.unwrap().unwrap();
     let bodies: Vec<Value> = status_patches(&server, "assign", "a")
         .into_iter()
@@ -446,9 +445,6 @@ async fn a_status_write_that_failed_is_withdrawn_at_shutdown_before_its_retry() 
         .collect();
     assert_eq!(bodies.len(), 2, "{bodies:?}");
     assert_eq!(bodies.get(1), Some(&json!({})));
-    for task in tasks {
-        task.abort();
-    }
 }
 
 /// Gatekeeper's kinds are watched only where discovery finds them served,
