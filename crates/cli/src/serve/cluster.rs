@@ -180,8 +180,9 @@ pub(super) async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
         })
         .await;
     drop(stopping_rx);
-    // What the drain has not left them: one bound for both, inside the
-    // grace period (5 s pause + 20 s drain at most + this).
+    // Both have run since SIGTERM; what is left of them gets one bound after
+    // the drain, inside the grace period (5 s pause + 20 s drain at most +
+    // 3 s).
     let lease = async {
         if let Some(task) = lease_task {
             let _ = task.await;
